@@ -1,0 +1,47 @@
+# The two commands of the README:
+#   make book   build the whole executed book into _build/html (creates .venv first)
+#   make test   lint, unit tests, the executed book (warnings are errors), and checks on the built HTML
+# Everything runs inside .venv, created here from the pinned requirements.txt.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+JB     := $(BIN)/jupyter-book
+
+.PHONY: env book book-clean test lint format unit book-tests notebooks experiments benchmarks clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+env: $(STAMP)
+
+book: env
+	$(JB) build . --warningiserror --nitpick --keep-going
+
+book-clean: env
+	rm -rf _build
+	$(MAKE) book
+
+lint: env
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: env
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+unit: env
+	$(BIN)/python -m pytest -m "not book"
+
+book-tests: env
+	$(BIN)/python -m pytest -m book
+
+test: lint unit book book-tests
+
+clean:
+	rm -rf _build .cache
