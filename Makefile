@@ -36,7 +36,7 @@ format: env
 	$(BIN)/ruff check --fix .
 
 unit: env
-	$(BIN)/python -m pytest -m "not book"
+	$(BIN)/python -m pytest -m "not book and not notebooks"
 
 book-tests: env
 	$(BIN)/python -m pytest -m book
@@ -45,3 +45,6 @@ test: lint unit book book-tests
 
 clean:
 	rm -rf _build .cache
+
+notebooks: env
+	$(BIN)/python -m pytest -m notebooks

@@ -1,6 +1,6 @@
 """Figures of the book. Each function draws on a Matplotlib ``Axes`` and returns it.
 
-Plot functions take computed results (tensors, arrays, dicts) and never run an
+New figure functions are appended at the end of this file. Plot functions take computed results (tensors, arrays, dicts) and never run an
 experiment themselves, so a chapter shows exactly the numbers it computed.
 """
 
@@ -15,8 +15,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ._validate import check_pair, check_tensor
-
-__all__ = ["HEAD_COLOURS", "plot_attention", "plot_attention_heatmap"]
 
 HEAD_COLOURS = ("#1f77b4", "#d62728")
 
@@ -81,7 +79,9 @@ def plot_attention_heatmap(
     ``weights`` is a sequence of ``(2, d)`` tensors (before/after, or one per
     seed); ``labels`` names each snapshot.
     """
-    stack = [check_tensor("weights", w, ndim=2) for w in (weights if not isinstance(weights, torch.Tensor) else [weights])]
+    stack = [
+        check_tensor("weights", w, ndim=2) for w in (weights if not isinstance(weights, torch.Tensor) else [weights])
+    ]
     d = stack[0].shape[1]
     pair = check_pair("pair", pair, d)
     rows = torch.cat([w.detach().cpu().double() for w in stack]).numpy()
