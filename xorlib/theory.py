@@ -20,7 +20,6 @@ import math
 import torch
 
 from ._validate import check_float, check_int, check_pair, check_tensor
-from .codes import pair_margin
 from .gradient import lr_for_sharpness, one_step_from_uniform, population_loss_weights, worst_case_loss
 from .model import head_weights
 
