@@ -21,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 env: $(STAMP)
 
 book: env
-	$(JB) build . --warningiserror --nitpick --keep-going
+	$(JB) build . --warningiserror --keep-going
 
 book-clean: env
 	rm -rf _build

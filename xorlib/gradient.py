@@ -54,6 +54,7 @@ __all__ = [
     "WorstCaseLoss",
     "empirical_gradient",
     "empirical_loss",
+    "empirical_score_gradient",
     "exhaustive_losses",
     "lr_for_sharpness",
     "one_step",
@@ -62,6 +63,7 @@ __all__ = [
     "population_gradient",
     "population_loss",
     "population_loss_weights",
+    "population_score_gradient",
     "sharpness",
     "worst_case_loss",
 ]
@@ -134,6 +136,27 @@ def population_loss(
     return population_loss_weights(weights, pair, readout_kind)
 
 
+def population_score_gradient(
+    queries: torch.Tensor,
+    codes: torch.Tensor,
+    pair: tuple[int, int],
+    *,
+    attention: str = "softmax",
+    readout_kind: str = "xor",
+) -> torch.Tensor:
+    r"""Exact gradient of the population loss with respect to the scores, :math:`\partial L/\partial s_{h,k}`, shape ``(..., 2, d)``.
+
+    :math:`\partial L/\partial s_h = (\partial\alpha_h/\partial s_h)^\top \partial L/\partial\alpha_h`. At uniform
+    attention with softmax this is :math:`-\tfrac{c_1}{d^2}(\mathbb 1[k \in \{i^*, j^*\}] - \tfrac2d)`.
+    """
+    queries, codes = _check_queries_codes(queries, codes)
+    check_choice("attention", attention, ATTENTION_KINDS)
+    scores = queries @ codes.T
+    weights = attention_weights(scores, attention)
+    grad_weights = population_grad_weights(weights, pair, readout_kind)
+    return scores_vjp(scores, weights, grad_weights, attention)
+
+
 def population_gradient(
     queries: torch.Tensor,
     codes: torch.Tensor,
@@ -144,14 +167,11 @@ def population_gradient(
 ) -> torch.Tensor:
     r"""Exact population gradient :math:`\nabla_{q} L`, shape ``(..., 2, m)``, in :math:`O(dm)`.
 
-    :math:`\nabla_{q_h} L = P^\top \bigl[(\partial\alpha_h/\partial s_h)^\top \partial L/\partial\alpha_h\bigr]`.
+    :math:`\nabla_{q_h} L = P^\top \partial L/\partial s_h` (:func:`population_score_gradient`),
+    since :math:`\partial s_{h,k}/\partial q_h = p_k`.
     """
     queries, codes = _check_queries_codes(queries, codes)
-    check_choice("attention", attention, ATTENTION_KINDS)
-    scores = queries @ codes.T
-    weights = attention_weights(scores, attention)
-    grad_weights = population_grad_weights(weights, pair, readout_kind)
-    return scores_vjp(scores, weights, grad_weights, attention) @ codes
+    return population_score_gradient(queries, codes, pair, attention=attention, readout_kind=readout_kind) @ codes
 
 
 def one_step(
@@ -249,7 +269,7 @@ def empirical_loss(
     return squared_loss(f, y.to(f.dtype)).mean()
 
 
-def empirical_gradient(
+def empirical_score_gradient(
     queries: torch.Tensor,
     codes: torch.Tensor,
     x: torch.Tensor,
@@ -258,14 +278,13 @@ def empirical_gradient(
     attention: str = "softmax",
     readout_kind: str = "xor",
 ) -> torch.Tensor:
-    r"""Gradient of the mean batch loss with respect to the queries, in closed form.
+    r"""Gradient of the mean batch loss with respect to the scores, shape ``(2, d)``, in :math:`O(nd)`.
 
     With residuals :math:`r_s = f(x_s) - y_s`,
     :math:`\partial \hat L/\partial\alpha_1 = -\tfrac{c_1}{n}\sum_s r_s z_{2,s} x_s`
     (and symmetrically for head 2): one product :math:`R^\top X` of an
     :math:`n \times 2` matrix with the data, after the forward product
-    :math:`X\alpha^\top`. Total cost :math:`O(nd + dm)`; the :math:`n \times d \times m`
-    tensor of per-sample gradients is never formed.
+    :math:`X\alpha^\top`; then the normaliser's VJP.
     """
     queries, codes = _check_queries_codes(queries, codes)
     x, y = _check_samples(x, y, codes.shape[0])
@@ -276,7 +295,26 @@ def empirical_gradient(
     residual = readout(z, readout_kind) - y.to(z.dtype)
     pull = (-c1 / x.shape[0]) * residual.unsqueeze(1) * z.flip(1)
     grad_weights = (pull.T @ x).to(codes.dtype)
-    return scores_vjp(scores, weights, grad_weights, attention) @ codes
+    return scores_vjp(scores, weights, grad_weights, attention)
+
+
+def empirical_gradient(
+    queries: torch.Tensor,
+    codes: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    attention: str = "softmax",
+    readout_kind: str = "xor",
+) -> torch.Tensor:
+    r"""Gradient of the mean batch loss with respect to the queries, in closed form, shape ``(2, m)``.
+
+    :math:`P^\top` times :func:`empirical_score_gradient`. Total cost
+    :math:`O(nd + dm)`; the :math:`n \times d \times m` tensor of per-sample
+    gradients is never formed.
+    """
+    queries, codes = _check_queries_codes(queries, codes)
+    return empirical_score_gradient(queries, codes, x, y, attention=attention, readout_kind=readout_kind) @ codes
 
 
 def exhaustive_losses(weights: torch.Tensor, pair: tuple[int, int], readout_kind: str = "xor") -> torch.Tensor:

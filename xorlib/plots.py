@@ -96,3 +96,57 @@ def plot_attention_heatmap(
     ax.set_xlabel("position")
     fig.colorbar(image, ax=ax, label="attention weight")
     return fig
+
+
+def plot_loss_vs_sharpness(
+    curves: dict[str, dict[str, list[float]]],
+    *,
+    key: str = "worst",
+    ax: Axes | None = None,
+    floor: float = 1e-30,
+    title: str | None = None,
+) -> Axes:
+    r"""Loss after one step against the sharpness :math:`\kappa`, one line per labelled curve.
+
+    ``curves`` maps a label to a dict with lists ``"kappa"`` and ``key`` (as
+    returned by :func:`xorlib.theory.one_step_curve`). Values below ``floor``
+    are drawn at ``floor`` so that exact zeros stay on a log axis.
+    """
+    ax = _axes(ax, (6.0, 3.6))
+    for label, curve in curves.items():
+        values = np.maximum(np.asarray(curve[key], dtype=float), floor)
+        ax.plot(curve["kappa"], values, "o-", ms=3, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"sharpness $\kappa = 2\eta/d^2$")
+    ax.set_ylabel({"worst": "worst-case loss over all inputs", "mean": "mean loss", "rest": "rest mass $E$"}.get(key, key))
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_score_gradient(
+    coefficients: dict[str, torch.Tensor],
+    pair: tuple[int, int],
+    *,
+    ax: Axes | None = None,
+) -> Axes:
+    r"""Per-position gradient coefficients :math:`-\partial L/\partial s_k` (one head), one marker style per source.
+
+    ``coefficients`` maps a label (``"population"``, ``"n = 1000"``, ...) to a
+    tensor of shape ``(d,)``.
+    """
+    ax = _axes(ax, (7.0, 3.2))
+    markers = iter(["o", "x", "+", "^", "s", "v"])
+    for label, values in coefficients.items():
+        values = check_tensor("coefficients", values, ndim=1).detach().cpu().double().numpy()
+        pair = check_pair("pair", pair, values.shape[0])
+        ax.plot(np.arange(values.shape[0]), values, next(markers), ms=4, label=label, alpha=0.8)
+    for k in pair:
+        ax.axvspan(k - 0.5, k + 0.5, color="0.85", zorder=0)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("position $k$")
+    ax.set_ylabel(r"$-\partial L / \partial s_{k}$")
+    ax.legend(frameon=False, fontsize="small", ncol=2)
+    return ax

@@ -18,14 +18,25 @@ from __future__ import annotations
 import math
 
 import torch
+from tqdm.auto import tqdm
 
 from ._validate import check_float, check_int, check_pair, check_tensor
-from .gradient import lr_for_sharpness, one_step_from_uniform, population_loss_weights, worst_case_loss
+from .cache import cached
+from .codes import default_code_dim, pair_margin, positional_codes
+from .data import random_pair
+from .gradient import (
+    empirical_gradient,
+    lr_for_sharpness,
+    one_step_from_uniform,
+    population_loss_weights,
+    worst_case_loss,
+)
 from .model import head_weights
 
 __all__ = [
     "code_dim_for_margin",
     "one_step_curve",
+    "one_step_table",
     "pair_scores",
     "rest_mass",
     "rest_mass_bound",
@@ -143,26 +154,84 @@ def one_step_curve(
     codes: torch.Tensor,
     pair: tuple[int, int],
     kappas: list[float] | tuple[float, ...],
+    *,
+    samples: tuple[torch.Tensor, torch.Tensor] | None = None,
+    readout_kind: str = "xor",
 ) -> dict[str, list[float]]:
-    r"""Exact mean and worst-case loss, and rest mass, after one population step, for each sharpness in ``kappas``.
+    r"""Exact mean and worst-case loss, and rest mass, after one step, for each sharpness in ``kappas``.
+
+    The step starts from :math:`q_1 = q_2 = 0` and has size
+    :math:`\eta = \kappa d^2/2`. It uses the population gradient, or, with
+    ``samples=(x, y)``, the empirical gradient on those samples (computed once;
+    the step for every :math:`\kappa` is a multiple of it). Both keep the heads
+    tied, so the worst case is exact wherever the pair holds half the mass.
 
     Uses :mod:`xorlib.gradient` (the generic closed form), not the formulas of
     this module, so the two can be checked against each other. Cost
-    :math:`O(dm)` per sharpness; memory :math:`O(dm)`.
+    :math:`O(dm)` per sharpness (plus :math:`O(nd)` once for samples).
+    ``"imbalance"`` is :math:`|\alpha_{i^*} - \alpha_{j^*}| / (\alpha_{i^*} + \alpha_{j^*})`.
     """
     codes = check_tensor("codes", codes, ndim=2)
     d = codes.shape[0]
     pair = check_pair("pair", pair, d)
-    curve: dict[str, list[float]] = {"kappa": [], "mean": [], "worst": [], "rest": [], "exact": []}
+    zero = torch.zeros(2, codes.shape[1], dtype=codes.dtype, device=codes.device)
+    if samples is None:
+        direction = one_step_from_uniform(codes, pair, 1.0, readout_kind=readout_kind)
+    else:
+        x, y = samples
+        direction = -empirical_gradient(zero, codes, x.to(codes.dtype), y.to(codes.dtype), readout_kind=readout_kind)
+    curve: dict[str, list[float]] = {"kappa": [], "mean": [], "worst": [], "rest": [], "exact": [], "imbalance": []}
     for kappa in kappas:
         kappa = check_float("kappa", kappa, minimum=0.0, strict_minimum=True)
-        weights = head_weights(one_step_from_uniform(codes, pair, lr_for_sharpness(kappa, d)), codes)
-        bracket = worst_case_loss(weights, pair)
-        others = weights[0].double().clone()
+        weights = head_weights(lr_for_sharpness(kappa, d, readout_kind=readout_kind) * direction, codes).double()
+        bracket = worst_case_loss(weights, pair, readout_kind)
+        others = weights[0].clone()
         others[list(pair)] = 0.0
+        on_pair = weights[0, list(pair)]
         curve["kappa"].append(kappa)
-        curve["mean"].append(float(population_loss_weights(weights.double(), pair)))
+        curve["mean"].append(float(population_loss_weights(weights, pair, readout_kind)))
         curve["worst"].append(float(bracket.value))
         curve["rest"].append(float(others.sum()))
         curve["exact"].append(float(bool(bracket.exact)))
+        curve["imbalance"].append(float((on_pair[0] - on_pair[1]).abs() / on_pair.sum()))
     return curve
+
+
+@cached
+def one_step_table(
+    ds: tuple[int, ...],
+    *,
+    epsilon: float = 1e-6,
+    kappas: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0),
+    seed: int = 0,
+    float32_from: int = 200_000,
+) -> dict[str, list]:
+    r"""For each ``d``: the code dimension, margin, certified sharpness :math:`\kappa_\varepsilon`, step size, and losses.
+
+    Codes and pair are drawn with ``seed``; the default code dimension
+    :func:`xorlib.codes.default_code_dim` is used. Returns one row per ``d``
+    (keys ``d, m, params, margin, kappa_eps, lr, worst_at_kappa_eps, exact``)
+    and, under ``"curves"``, the :func:`one_step_curve` over ``kappas`` for each ``d``.
+    Codes are float32 from ``d >= float32_from`` to keep memory at :math:`4dm` bytes.
+    Cached on disk: the largest ``d`` takes seconds.
+    """
+    rows: dict[str, list] = {
+        key: [] for key in ("d", "m", "params", "margin", "kappa_eps", "lr", "worst_at_kappa_eps", "exact")
+    }
+    rows["curves"] = []
+    for d in tqdm(ds, desc="one step across d", disable=None):
+        d = check_int("d", d, minimum=3)
+        m = default_code_dim(d)
+        codes = positional_codes(d, m, seed=seed, dtype=torch.float32 if d >= float32_from else torch.float64)
+        pair = random_pair(d, seed=seed)
+        margin = pair_margin(codes, pair)
+        kappa_eps = sufficient_sharpness(d, margin, epsilon) if margin > 0 else float("nan")
+        certified = one_step_curve(codes, pair, [kappa_eps]) if margin > 0 else None
+        for key, value in (("d", d), ("m", m), ("params", 2 * m), ("margin", margin), ("kappa_eps", kappa_eps)):
+            rows[key].append(value)
+        rows["lr"].append(lr_for_sharpness(kappa_eps, d) if margin > 0 else float("nan"))
+        rows["worst_at_kappa_eps"].append(certified["worst"][0] if certified else float("nan"))
+        rows["exact"].append(bool(certified["exact"][0]) if certified else False)
+        rows["curves"].append(one_step_curve(codes, pair, list(kappas)))
+        del codes
+    return rows
