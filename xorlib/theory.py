@@ -205,6 +205,7 @@ def one_step_table(
     kappas: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0),
     seed: int = 0,
     float32_from: int = 200_000,
+    device: str = "cpu",
 ) -> dict[str, list]:
     r"""For each ``d``: the code dimension, margin, certified sharpness :math:`\kappa_\varepsilon`, step size, and losses.
 
@@ -222,7 +223,8 @@ def one_step_table(
     for d in tqdm(ds, desc="one step across d", disable=None):
         d = check_int("d", d, minimum=3)
         m = default_code_dim(d)
-        codes = positional_codes(d, m, seed=seed, dtype=torch.float32 if d >= float32_from else torch.float64)
+        dtype = torch.float32 if d >= float32_from else torch.float64
+        codes = positional_codes(d, m, seed=seed, dtype=dtype, device=device)
         pair = random_pair(d, seed=seed)
         margin = pair_margin(codes, pair)
         kappa_eps = sufficient_sharpness(d, margin, epsilon) if margin > 0 else float("nan")
