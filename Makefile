@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 
-.PHONY: env book book-clean test lint format unit book-tests notebooks experiments benchmarks clean
+.PHONY: env book book-clean test lint format unit book-tests notebooks experiments benchmarks benchmarks-small student grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,17 @@ clean:
 
 notebooks: env
 	$(BIN)/python -m pytest -m notebooks
+
+benchmarks: env
+	$(BIN)/python -m benchmarks.run_all
+
+benchmarks-small: env
+	$(BIN)/python -m benchmarks.run_all --small
+
+# Coursework: student versions of every chapter (solutions stripped, checks kept), and grading.
+student: env
+	$(BIN)/python -m xorlib.coursework student $(wildcard chapters/*.md) --out student
+
+grade: env
+	@test -n "$(NB)" || { echo "usage: make grade NB=student/<chapter>.ipynb"; exit 2; }
+	$(BIN)/python -m xorlib.coursework grade $(NB)

@@ -77,16 +77,22 @@ def positional_codes(
         m = d if m is None else check_int("m", m, minimum=d, maximum=d)
         return torch.eye(d, device=device, dtype=dtype)
     m = default_code_dim(d) if m is None else check_int("m", m, minimum=1)
-    generator = make_generator(seed, device)
+    # Drawn on the CPU and then moved, so that a seed gives the same codes on every device.
+    generator = make_generator(seed, "cpu")
     if kind == "iid":
-        signs = torch.randint(0, 2, (d, m), generator=generator, device=device, dtype=torch.int8) * 2 - 1
+        signs = torch.randint(0, 2, (d, m), generator=generator, dtype=torch.int8).mul_(2).sub_(1)
     else:
         # One random permutation per coordinate (a loop over the m columns,
         # never over positions): ceil(d/2) plus signs and floor(d/2) minus signs.
-        template = torch.ones(d, device=device, dtype=torch.int8)
+        # Written into one preallocated int8 matrix: no d x m temporaries.
+        template = torch.ones(d, dtype=torch.int8)
         template[(d + 1) // 2 :] = -1
-        signs = torch.stack([template[torch.randperm(d, generator=generator, device=device)] for _ in range(m)], dim=1)
-    return signs.to(dtype) / math.sqrt(m)
+        rows = torch.empty(m, d, dtype=torch.int8)
+        for column in range(m):
+            torch.index_select(template, 0, torch.randperm(d, generator=generator), out=rows[column])
+        signs = rows.T
+    codes = signs.to(device=device).to(dtype, memory_format=torch.contiguous_format)
+    return codes.div_(math.sqrt(m))
 
 
 def coherence(codes: torch.Tensor, *, block: int = 4096) -> float:

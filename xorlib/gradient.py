@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import check_choice, check_float, check_int, check_pair, check_tensor
+from ._validate import _all_finite, check_choice, check_float, check_int, check_pair, check_tensor
 from .attention import ATTENTION_KINDS, attention_weights, scores_vjp
 from .data import MAX_ENUMERATION_D, all_inputs, xor_labels
 from .model import head_outputs, readout, readout_constants, squared_loss
@@ -244,9 +244,9 @@ def one_step_from_uniform(
     return torch.stack([query, query])
 
 
-def _check_samples(x: object, y: object, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    x = check_tensor("x", x, ndim=2, last_dim=d)
-    y = check_tensor("y", y, ndim=1)
+def _check_samples(x: object, y: object, d: int, *, finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    x = check_tensor("x", x, ndim=2, last_dim=d, finite=finite)
+    y = check_tensor("y", y, ndim=1, finite=finite)
     if y.shape[0] != x.shape[0]:
         raise ValueError(f"y must have one label per row of x ({x.shape[0]}), got {y.shape[0]}")
     return x, y
@@ -278,24 +278,41 @@ def empirical_score_gradient(
     attention: str = "softmax",
     readout_kind: str = "xor",
 ) -> torch.Tensor:
-    r"""Gradient of the mean batch loss with respect to the scores, shape ``(2, d)``, in :math:`O(nd)`.
+    r"""Gradient of the mean batch loss with respect to the scores, shape ``(2, d)``, in two passes over ``x``.
 
-    With residuals :math:`r_s = f(x_s) - y_s`,
+    With :math:`z = \alpha X^\top` and residuals :math:`r_s = f(x_s) - y_s`,
     :math:`\partial \hat L/\partial\alpha_1 = -\tfrac{c_1}{n}\sum_s r_s z_{2,s} x_s`
-    (and symmetrically for head 2): one product :math:`R^\top X` of an
-    :math:`n \times 2` matrix with the data, after the forward product
-    :math:`X\alpha^\top`; then the normaliser's VJP.
+    (and symmetrically for head 2); then the normaliser's VJP. The two passes
+    over the data are the forward product and the backward product. They are
+    taken as ``(2, d) @ (d, n)`` and ``(2, n) @ (n, d)`` products, which BLAS runs
+    at nearly the speed of a matrix-vector product (the ``(n, d) @ (d, 2)``
+    layout is about 2.5 times slower on CPU). When the heads are tied, as they
+    are from zero initialisation, each pass is a single matrix-vector product.
+    At zero queries the scores need no pass over the codes.
     """
     queries, codes = _check_queries_codes(queries, codes)
-    x, y = _check_samples(x, y, codes.shape[0])
-    _, c1 = readout_constants(readout_kind)
-    scores = queries @ codes.T
+    # The data are checked for NaN and infinity only if the result is not
+    # finite (IEEE arithmetic carries them through both passes): this saves a
+    # third pass over the largest tensor.
+    x, y = _check_samples(x, y, codes.shape[0], finite=False)
+    c0, c1 = readout_constants(readout_kind)
+    n = x.shape[0]
+    scores = queries @ codes.T if bool(queries.any()) else queries.new_zeros(2, codes.shape[0])
     weights = attention_weights(scores, attention)
-    z = head_outputs(weights, x)
-    residual = readout(z, readout_kind) - y.to(z.dtype)
-    pull = (-c1 / x.shape[0]) * residual.unsqueeze(1) * z.flip(1)
-    grad_weights = (pull.T @ x).to(codes.dtype)
-    return scores_vjp(scores, weights, grad_weights, attention)
+    data_weights, labels = weights.to(x.dtype), y.to(x.dtype)
+    if torch.equal(data_weights[0], data_weights[1]):
+        z = x @ data_weights[0]
+        pull = (-c1 / n) * (c0 - c1 * z * z - labels) * z
+        grad_weights = (pull @ x).expand(2, -1)
+    else:
+        z = data_weights @ x.T
+        pull = (-c1 / n) * (c0 - c1 * z[0] * z[1] - labels) * z.flip(0)
+        grad_weights = pull @ x
+    grad_scores = scores_vjp(scores, weights, grad_weights.to(codes.dtype), attention)
+    if not _all_finite(grad_scores):
+        _check_samples(x, y, codes.shape[0])
+        raise ValueError("the empirical gradient overflowed for finite inputs: rescale x or the queries")
+    return grad_scores
 
 
 def empirical_gradient(
