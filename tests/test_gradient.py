@@ -214,6 +214,20 @@ def test_worst_case_loss_is_batched() -> None:
             ValueError,
             "one label per row",
         ),
+        (
+            lambda: empirical_gradient(
+                torch.zeros(2, 3), torch.ones(5, 3), torch.full((4, 5), float("nan")), torch.ones(4)
+            ),
+            ValueError,
+            "x must contain only finite values",
+        ),
+        (
+            lambda: empirical_gradient(
+                torch.zeros(2, 3), torch.ones(5, 3), torch.ones(4, 5), torch.tensor([1.0, float("inf"), 1.0, 1.0])
+            ),
+            ValueError,
+            "y must contain only finite values",
+        ),
         (lambda: exhaustive_losses(torch.ones(2, 30) / 30, (0, 1)), ValueError, "d must be <= 22"),
         (lambda: worst_case_loss(torch.ones(2, 5), (0, 1), "sum"), ValueError, "readout must be one of"),
         (lambda: lr_for_sharpness(-1.0, 10), ValueError, "kappa must be >= 0"),
