@@ -72,3 +72,23 @@ def test_default_code_dim_grows_like_log_d() -> None:
 def test_bad_input_raises_clear_errors(call, error, text) -> None:
     with pytest.raises(error, match=text):
         call()
+
+
+def reference_balanced_codes(d: int, m: int, seed: int) -> torch.Tensor:
+    """The straightforward construction: one permuted balanced sign vector per coordinate, stacked."""
+    generator = torch.Generator().manual_seed(seed)
+    template = torch.ones(d, dtype=torch.int8)
+    template[(d + 1) // 2 :] = -1
+    columns = [template[torch.randperm(d, generator=generator)] for _ in range(m)]
+    return torch.stack(columns, dim=1).to(torch.float64) / math.sqrt(m)
+
+
+@pytest.mark.parametrize(("d", "m", "seed"), [(2, 1, 0), (11, 5, 3), (1000, 37, 9), (4096, 64, 1)])
+def test_in_place_construction_equals_the_straightforward_one_bit_for_bit(d: int, m: int, seed: int) -> None:
+    assert torch.equal(positional_codes(d, m, seed=seed), reference_balanced_codes(d, m, seed))
+
+
+def test_codes_do_not_depend_on_the_device_they_are_put_on() -> None:
+    # Drawn on the CPU, then moved: 'meta' stands in for another device's placement.
+    assert positional_codes(50, 8, seed=2, device="meta").shape == (50, 8)
+    assert positional_codes(50, 8, seed=2, device="cpu").device.type == "cpu"

@@ -228,6 +228,11 @@ def test_worst_case_loss_is_batched() -> None:
             ValueError,
             "y must contain only finite values",
         ),
+        (
+            lambda: empirical_gradient(torch.zeros(3, 2, 4), torch.ones(5, 4), torch.ones(3, 5), torch.ones(3)),
+            ValueError,
+            "queries must have 2 dimensions",
+        ),
         (lambda: exhaustive_losses(torch.ones(2, 30) / 30, (0, 1)), ValueError, "d must be <= 22"),
         (lambda: worst_case_loss(torch.ones(2, 5), (0, 1), "sum"), ValueError, "readout must be one of"),
         (lambda: lr_for_sharpness(-1.0, 10), ValueError, "kappa must be >= 0"),

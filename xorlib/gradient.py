@@ -262,11 +262,49 @@ def empirical_loss(
     readout_kind: str = "xor",
 ) -> torch.Tensor:
     r"""Mean loss :math:`\frac1n\sum_s \ell(x_s, y_s)` on a batch (queries of shape ``(2, m)``)."""
-    queries, codes = _check_queries_codes(queries, codes)
+    queries, codes = _check_batch_queries(queries, codes)
     x, y = _check_samples(x, y, codes.shape[0])
     weights = attention_weights(queries @ codes.T, attention)
-    f = readout(head_outputs(weights, x), readout_kind)
+    f = readout(x @ weights.T.to(x.dtype), readout_kind)  # head_outputs without checking x again
     return squared_loss(f, y.to(f.dtype)).mean()
+
+
+def _check_batch_queries(queries: object, codes: object, *, finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries of one model, shape ``(2, m)``, and codes ``(d, m)``."""
+    queries = check_tensor("queries", queries, ndim=2)
+    if queries.shape[0] != 2:
+        raise ValueError(f"queries must have shape (2, m) for the two heads, got {tuple(queries.shape)}")
+    codes = check_tensor("codes", codes, ndim=2, last_dim=queries.shape[-1], finite=finite)
+    return queries, codes
+
+
+def _empirical_score_gradient(
+    queries: torch.Tensor, codes: torch.Tensor, x: torch.Tensor, y: torch.Tensor, attention: str, readout_kind: str
+) -> torch.Tensor:
+    """The computation of :func:`empirical_score_gradient`, on validated shapes."""
+    c0, c1 = readout_constants(readout_kind)
+    n = x.shape[0]
+    scores = queries @ codes.T if bool(queries.any()) else queries.new_zeros(2, codes.shape[0])
+    weights = attention_weights(scores, attention)
+    data_weights, labels = weights.to(x.dtype), y.to(x.dtype)
+    if torch.equal(data_weights[0], data_weights[1]):
+        z = x @ data_weights[0]
+        pull = (-c1 / n) * (c0 - c1 * z * z - labels) * z
+        grad_weights = (pull @ x).expand(2, -1)
+    else:
+        z = data_weights @ x.T
+        pull = (-c1 / n) * (c0 - c1 * z[0] * z[1] - labels) * z.flip(0)
+        grad_weights = pull @ x
+    return scores_vjp(scores, weights, grad_weights.to(codes.dtype), attention)
+
+
+def _finite_or_explain(result: torch.Tensor, codes: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Return ``result`` if finite; else name the input that holds a NaN or infinity."""
+    if _all_finite(result):
+        return result
+    check_tensor("codes", codes, ndim=2)
+    _check_samples(x, y, codes.shape[0])
+    raise ValueError("the empirical gradient overflowed for finite inputs: rescale x or the queries")
 
 
 def empirical_score_gradient(
@@ -289,30 +327,16 @@ def empirical_score_gradient(
     layout is about 2.5 times slower on CPU). When the heads are tied, as they
     are from zero initialisation, each pass is a single matrix-vector product.
     At zero queries the scores need no pass over the codes.
+
+    The data and codes are checked for NaN and infinity only if the result is
+    not finite (IEEE arithmetic carries them into it), which saves a pass over
+    the two largest tensors; the error still names the culprit.
     """
-    queries, codes = _check_queries_codes(queries, codes)
-    # The data are checked for NaN and infinity only if the result is not
-    # finite (IEEE arithmetic carries them through both passes): this saves a
-    # third pass over the largest tensor.
+    check_choice("attention", attention, ATTENTION_KINDS)
+    queries, codes = _check_batch_queries(queries, codes, finite=False)
     x, y = _check_samples(x, y, codes.shape[0], finite=False)
-    c0, c1 = readout_constants(readout_kind)
-    n = x.shape[0]
-    scores = queries @ codes.T if bool(queries.any()) else queries.new_zeros(2, codes.shape[0])
-    weights = attention_weights(scores, attention)
-    data_weights, labels = weights.to(x.dtype), y.to(x.dtype)
-    if torch.equal(data_weights[0], data_weights[1]):
-        z = x @ data_weights[0]
-        pull = (-c1 / n) * (c0 - c1 * z * z - labels) * z
-        grad_weights = (pull @ x).expand(2, -1)
-    else:
-        z = data_weights @ x.T
-        pull = (-c1 / n) * (c0 - c1 * z[0] * z[1] - labels) * z.flip(0)
-        grad_weights = pull @ x
-    grad_scores = scores_vjp(scores, weights, grad_weights.to(codes.dtype), attention)
-    if not _all_finite(grad_scores):
-        _check_samples(x, y, codes.shape[0])
-        raise ValueError("the empirical gradient overflowed for finite inputs: rescale x or the queries")
-    return grad_scores
+    grad_scores = _empirical_score_gradient(queries, codes, x, y, attention, readout_kind)
+    return _finite_or_explain(grad_scores, codes, x, y)
 
 
 def empirical_gradient(
@@ -330,8 +354,11 @@ def empirical_gradient(
     :math:`O(nd + dm)`; the :math:`n \times d \times m` tensor of per-sample
     gradients is never formed.
     """
-    queries, codes = _check_queries_codes(queries, codes)
-    return empirical_score_gradient(queries, codes, x, y, attention=attention, readout_kind=readout_kind) @ codes
+    check_choice("attention", attention, ATTENTION_KINDS)
+    queries, codes = _check_batch_queries(queries, codes, finite=False)
+    x, y = _check_samples(x, y, codes.shape[0], finite=False)
+    grad = _empirical_score_gradient(queries, codes, x, y, attention, readout_kind) @ codes
+    return _finite_or_explain(grad, codes, x, y)
 
 
 def exhaustive_losses(weights: torch.Tensor, pair: tuple[int, int], readout_kind: str = "xor") -> torch.Tensor:
