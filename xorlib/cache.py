@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TypeVar
 
 from joblib import Memory
 
-__all__ = ["cache_dir", "cached", "clear_cache", "source_fingerprint"]
+__all__ = ["PRESENTATION_ARGUMENTS", "cache_dir", "cached", "clear_cache", "source_fingerprint"]
 
 F = TypeVar("F", bound=Callable[..., object])
 _PACKAGE = Path(__file__).resolve().parent
@@ -51,12 +52,19 @@ def _memory() -> Memory:
     return Memory(location=cache_dir() / source_fingerprint(), verbose=0)
 
 
+#: Arguments that change only how a computation is shown, never its result: not part of the key.
+PRESENTATION_ARGUMENTS = ("progress",)
+
+
 def cached(function: F) -> F:
     """Decorate ``function`` so that its results are cached on disk by argument values.
 
+    Arguments named in :data:`PRESENTATION_ARGUMENTS` (a ``progress`` flag) are
+    left out of the key, so showing a progress bar reuses the book's result.
     ``XORLIB_NO_CACHE=1`` turns the cache off (every call recomputes).
     """
     memoised = None
+    ignored = [name for name in PRESENTATION_ARGUMENTS if name in inspect.signature(function).parameters]
 
     @functools.wraps(function)
     def wrapper(*args: object, **kwargs: object) -> object:
@@ -64,7 +72,7 @@ def cached(function: F) -> F:
         if os.environ.get("XORLIB_NO_CACHE") == "1":
             return function(*args, **kwargs)
         if memoised is None:
-            memoised = _memory().cache(function)
+            memoised = _memory().cache(function, ignore=ignored)
         return memoised(*args, **kwargs)
 
     wrapper.uncached = function  # type: ignore[attr-defined]
