@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 
-.PHONY: env book book-clean test lint format unit book-tests notebooks experiments benchmarks benchmarks-small student grade clean
+.PHONY: env book book-clean test lint format unit book-tests notebooks experiments experiments-small benchmarks benchmarks-small student grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,3 +62,10 @@ student: env
 grade: env
 	@test -n "$(NB)" || { echo "usage: make grade NB=student/<chapter>.ipynb"; exit 2; }
 	$(BIN)/python -m xorlib.coursework grade $(NB)
+
+# The full experiment grids, into the disk cache (.cache/xorlib); the book runs the small ones.
+experiments: env
+	$(BIN)/python -m xorlib.experiments --full
+
+experiments-small: env
+	$(BIN)/python -m xorlib.experiments
