@@ -103,3 +103,29 @@ def random_pair(d: int, *, seed: int = 0) -> tuple[int, int]:
     generator = make_generator(seed)
     i, j = torch.randperm(d, generator=generator)[:2].tolist()
     return (min(i, j), max(i, j))
+
+
+# Row v of this table holds the eight bits of the byte v as signs +-1.
+_BYTE_SIGNS = torch.tensor([[1.0 if (v >> k) & 1 else -1.0 for k in range(8)] for v in range(256)])
+
+
+def random_signs(
+    generator: torch.Generator, shape: tuple[int, int, int], *, device: str | torch.device = "cpu"
+) -> torch.Tensor:
+    r"""Uniform :math:`\pm1` entries of the given ``(trials, rows, d)`` shape, as float32.
+
+    Draws 64 random bits per int64 word and expands each byte through a
+    :math:`256 \times 8` sign table: several times faster than drawing one
+    ``int8`` per entry. Uniform up to one word value in :math:`2^{64}`
+    (``torch.randint`` excludes its upper bound, :math:`2^{63} - 1`).
+    """
+    trials, rows, d = (check_int(name, v, minimum=1) for name, v in zip(("trials", "rows", "d"), shape, strict=True))
+    device = check_device("device", device)
+    per_row = (d + 7) // 8
+    n_bytes = rows * per_row
+    words = torch.randint(
+        -(2**63), 2**63 - 1, (trials, (n_bytes + 7) // 8), generator=generator, device=device, dtype=torch.int64
+    )
+    as_bytes = words.view(torch.uint8)[:, :n_bytes].to(torch.int32)
+    signs = _BYTE_SIGNS.to(device)[as_bytes].view(trials, rows, per_row * 8)
+    return signs[..., :d]

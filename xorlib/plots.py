@@ -560,3 +560,25 @@ def plot_head_heatmap(
         ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, label="attention weight")
     return ax
+
+
+def plot_window_extrapolation(far: dict[str, list], *, ax: Axes | None = None) -> Axes:
+    r"""The window estimate of :math:`n^*` far beyond the simulated sizes, with the SQ frontier and the information floor.
+
+    ``far`` holds lists ``d``, ``n_window``, ``sq_frontier`` and ``info_floor``. The
+    grey line has the slope of :math:`d^2\ln d`, drawn through the last point.
+    """
+    ax = _axes(ax, (6.0, 3.6))
+    d = np.asarray(far["d"], dtype=float)
+    ax.plot(d, far["n_window"], "ko--", ms=4, label="window estimate")
+    ax.plot(d, far["sq_frontier"], "k:", label=r"SQ frontier $\binom{d}{2}/2m$")
+    ax.plot(d, far["info_floor"], "k-.", label=r"information floor $\log_2\binom{d}{2}$")
+    reference = d**2 * np.log(d)
+    scaled = reference * far["n_window"][-1] / reference[-1]
+    ax.plot(d, scaled, color="0.6", lw=3, alpha=0.4, label=r"slope of $d^2\ln d$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("$d$")
+    ax.set_ylabel("samples for 50 % success")
+    ax.legend(frameon=False, fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
+    return ax

@@ -25,14 +25,14 @@ the initialisation) at which it holds.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
 
+from ._runtime import single_threaded
 from ._validate import check_choice, check_device, check_float, check_int, check_pair, check_seed, check_tensor
 from .attention import ATTENTION_KINDS, attention_weights, scores_vjp
 from .codes import CODE_KINDS, positional_codes
@@ -95,21 +95,6 @@ class TrainResult:
     def steps_run(self) -> int:
         """Number of optimiser steps taken (fewer than ``steps`` if stopped at recovery)."""
         return int(self.population_loss.shape[0]) - 1
-
-
-@contextlib.contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run the block with one torch CPU thread, then restore the previous setting.
-
-    The experiments make many small tensor operations; on a busy 2-core machine,
-    intra-op threading makes them 10 to 30 times slower, not faster.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _check_bool(name: str, value: object) -> bool:
