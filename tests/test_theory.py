@@ -91,3 +91,11 @@ def test_bad_input_raises_clear_errors() -> None:
         code_dim_for_margin(10, target=1.0)
     with pytest.raises(ValueError, match="kappa must be > 0"):
         one_step_curve(torch.eye(4, dtype=torch.float64), (0, 1), [0.0])
+
+
+def test_the_worked_numbers_of_the_chapter_3_exercise() -> None:
+    # Chapter 3, exercise "kappa": d = 10^6, margin 0.25, epsilon = 1e-6.
+    kappa = sufficient_sharpness(10**6, 0.25, 1e-6)
+    assert kappa == pytest.approx(86.8, abs=0.05)
+    assert kappa * 10**12 / 2 == pytest.approx(4.3e13, rel=0.01)
+    assert rest_mass_for_loss(1e-6) == pytest.approx(1.77e-4, rel=0.01)
