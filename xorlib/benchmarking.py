@@ -244,7 +244,7 @@ def naive_empirical_gradient(
     Parameters and return value as :func:`xorlib.gradient.empirical_gradient`
     (queries of shape ``(2, m)``); it agrees with it to rounding.
     """
-    queries, codes = _check_queries_codes(check_tensor("queries", queries, ndim=2), codes)
+    queries, codes = _check_queries_codes(queries, codes, batched=False)
     x, y = _check_samples(x, y, codes.shape[0])
     _, c1 = readout_constants(readout_kind)
     scores = queries @ codes.T

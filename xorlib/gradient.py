@@ -114,11 +114,14 @@ def population_grad_weights(weights: torch.Tensor, pair: tuple[int, int], readou
     return torch.stack([head_gradient(a, b), head_gradient(b, a)], dim=-2)
 
 
-def _check_queries_codes(queries: object, codes: object) -> tuple[torch.Tensor, torch.Tensor]:
-    queries = check_tensor("queries", queries, ndim=(2, 3))
+def _check_queries_codes(
+    queries: object, codes: object, *, batched: bool = True, finite_codes: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries ``(..., 2, m)`` (``(2, m)`` only if not ``batched``) and codes ``(d, m)``."""
+    queries = check_tensor("queries", queries, ndim=(2, 3) if batched else 2)
     if queries.shape[-2] != 2:
         raise ValueError(f"queries must have shape (..., 2, m) for the two heads, got {tuple(queries.shape)}")
-    codes = check_tensor("codes", codes, ndim=2, last_dim=queries.shape[-1])
+    codes = check_tensor("codes", codes, ndim=2, last_dim=queries.shape[-1], finite=finite_codes)
     return queries, codes
 
 
@@ -136,6 +139,17 @@ def population_loss(
     return population_loss_weights(weights, pair, readout_kind)
 
 
+def _population_score_gradient(
+    queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int], attention: str, readout_kind: str
+) -> torch.Tensor:
+    """The computation of :func:`population_score_gradient`, on validated queries and codes."""
+    check_choice("attention", attention, ATTENTION_KINDS)
+    scores = queries @ codes.T
+    weights = attention_weights(scores, attention)
+    grad_weights = population_grad_weights(weights, pair, readout_kind)
+    return scores_vjp(scores, weights, grad_weights, attention)
+
+
 def population_score_gradient(
     queries: torch.Tensor,
     codes: torch.Tensor,
@@ -150,11 +164,7 @@ def population_score_gradient(
     attention with softmax this is :math:`-\tfrac{c_1}{d^2}(\mathbb 1[k \in \{i^*, j^*\}] - \tfrac2d)`.
     """
     queries, codes = _check_queries_codes(queries, codes)
-    check_choice("attention", attention, ATTENTION_KINDS)
-    scores = queries @ codes.T
-    weights = attention_weights(scores, attention)
-    grad_weights = population_grad_weights(weights, pair, readout_kind)
-    return scores_vjp(scores, weights, grad_weights, attention)
+    return _population_score_gradient(queries, codes, pair, attention, readout_kind)
 
 
 def population_gradient(
@@ -171,7 +181,7 @@ def population_gradient(
     since :math:`\partial s_{h,k}/\partial q_h = p_k`.
     """
     queries, codes = _check_queries_codes(queries, codes)
-    return population_score_gradient(queries, codes, pair, attention=attention, readout_kind=readout_kind) @ codes
+    return _population_score_gradient(queries, codes, pair, attention, readout_kind) @ codes
 
 
 def one_step(
@@ -262,20 +272,11 @@ def empirical_loss(
     readout_kind: str = "xor",
 ) -> torch.Tensor:
     r"""Mean loss :math:`\frac1n\sum_s \ell(x_s, y_s)` on a batch (queries of shape ``(2, m)``)."""
-    queries, codes = _check_batch_queries(queries, codes)
+    queries, codes = _check_queries_codes(queries, codes, batched=False)
     x, y = _check_samples(x, y, codes.shape[0])
     weights = attention_weights(queries @ codes.T, attention)
     f = readout(x @ weights.T.to(x.dtype), readout_kind)  # head_outputs without checking x again
     return squared_loss(f, y.to(f.dtype)).mean()
-
-
-def _check_batch_queries(queries: object, codes: object, *, finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Queries of one model, shape ``(2, m)``, and codes ``(d, m)``."""
-    queries = check_tensor("queries", queries, ndim=2)
-    if queries.shape[0] != 2:
-        raise ValueError(f"queries must have shape (2, m) for the two heads, got {tuple(queries.shape)}")
-    codes = check_tensor("codes", codes, ndim=2, last_dim=queries.shape[-1], finite=finite)
-    return queries, codes
 
 
 def _empirical_score_gradient(
@@ -333,7 +334,7 @@ def empirical_score_gradient(
     the two largest tensors; the error still names the culprit.
     """
     check_choice("attention", attention, ATTENTION_KINDS)
-    queries, codes = _check_batch_queries(queries, codes, finite=False)
+    queries, codes = _check_queries_codes(queries, codes, batched=False, finite_codes=False)
     x, y = _check_samples(x, y, codes.shape[0], finite=False)
     grad_scores = _empirical_score_gradient(queries, codes, x, y, attention, readout_kind)
     return _finite_or_explain(grad_scores, codes, x, y)
@@ -355,7 +356,7 @@ def empirical_gradient(
     gradients is never formed.
     """
     check_choice("attention", attention, ATTENTION_KINDS)
-    queries, codes = _check_batch_queries(queries, codes, finite=False)
+    queries, codes = _check_queries_codes(queries, codes, batched=False, finite_codes=False)
     x, y = _check_samples(x, y, codes.shape[0], finite=False)
     grad = _empirical_score_gradient(queries, codes, x, y, attention, readout_kind) @ codes
     return _finite_or_explain(grad, codes, x, y)
