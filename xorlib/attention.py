@@ -1,20 +1,22 @@
-r"""Attention normalisers: how a head turns scores into weights over positions.
+r"""Attention normalisers: how a head turns its scores :math:`s \in \mathbb{R}^d` into weights.
 
-A head scores position :math:`i` by :math:`s_i = \langle q, p_i \rangle` and
-turns the score vector :math:`s \in \mathbb{R}^d` into weights
-:math:`\alpha \in \mathbb{R}^d`. Every variant gives uniform weights
-:math:`\alpha_i = 1/d` at :math:`s = 0`, so all start from the same model:
+A head scores position :math:`k` by :math:`s_k = \langle q, p_k\rangle` and uses
+the weights :math:`\alpha = \mathrm{norm}(s)`. The standard forms of the
+literature:
 
-========================  =====================================================
-``"softmax"``             :math:`\alpha_i = e^{s_i} / \sum_k e^{s_k}` (exact softmax)
-``"linear"``              :math:`\alpha_i = (1 + s_i)/d` (softmax linearised at 0, no normaliser)
-``"componentwise"``       :math:`\alpha_i = e^{s_i}/d` (each weight from its own score)
-``"sigmoid"``             :math:`\alpha_i = 2\sigma(s_i)/d` (element-wise sigmoid attention)
-========================  =====================================================
+=================  ==========================================  =====================================
+``"softmax"``      :math:`\alpha_k = e^{s_k}/\sum_l e^{s_l}`      exact softmax attention
+``"linear"``       :math:`\alpha_k = s_k / d`                     linear (unnormalised bilinear) attention
+``"relu"``         :math:`\alpha_k = \max(s_k, 0)/d`              ReLU attention (Wortsman et al., 2023)
+``"sigmoid"``      :math:`\alpha_k = \sigma(s_k - \ln d)`         sigmoid attention (Ramapuram et al., 2024)
+``"componentwise"`` :math:`\alpha_k = e^{s_k}/d`                  exponential of each score, no normaliser
+=================  ==========================================  =====================================
 
-Only softmax couples the positions: raising the relevant scores lowers every
-other weight, whatever the scale. The element-wise variants must make each
-irrelevant weight small on its own, which is what costs them code dimension.
+Only softmax couples the positions: raising the hidden scores lowers every
+other weight, whatever their scale. The element-wise forms must make each of
+the :math:`d - 2` other weights small on its own. At :math:`s = 0` softmax,
+sigmoid and componentwise attention are (close to) uniform, while linear and
+ReLU attention give every position weight zero.
 """
 
 from __future__ import annotations
@@ -23,64 +25,59 @@ import math
 
 import torch
 
-from ._validate import check_choice, check_tensor
+from ._checks import check_choice, check_tensor
 
-__all__ = ["ATTENTION_KINDS", "attention_weights", "scores_vjp"]
+__all__ = ["ATTENTION_KINDS", "attention_weights"]
 
-ATTENTION_KINDS = ("softmax", "linear", "componentwise", "sigmoid")
+ATTENTION_KINDS = ("softmax", "linear", "relu", "sigmoid", "componentwise")
 
 
 def attention_weights(scores: torch.Tensor, kind: str = "softmax") -> torch.Tensor:
-    r"""Weights :math:`\alpha = \mathrm{norm}(s)` along the last axis of ``scores``.
-
-    Parameters
-    ----------
-    scores
-        Tensor of shape ``(..., d)``.
-    kind
-        One of :data:`ATTENTION_KINDS`.
+    r"""Weights :math:`\alpha = \mathrm{norm}(s)` along the last axis of ``scores`` (shape ``(..., d)``).
 
     Raises
     ------
     ValueError
-        If an element-wise exponential overflows (scores above about 700 in
-        float64), instead of returning infinite weights.
+        For componentwise attention, if :math:`e^{s}` overflows the dtype,
+        instead of returning infinite weights.
     """
     kind = check_choice("kind", kind, ATTENTION_KINDS)
     scores = check_tensor("scores", scores, ndim=(1, 2, 3))
+    return _weights(scores, kind)
+
+
+def _weights(scores: torch.Tensor, kind: str) -> torch.Tensor:
     d = scores.shape[-1]
     if kind == "softmax":
         return torch.softmax(scores, dim=-1)
     if kind == "linear":
-        return (1.0 + scores) / d
+        return scores / d
+    if kind == "relu":
+        return torch.relu(scores) / d
     if kind == "sigmoid":
-        return 2.0 * torch.sigmoid(scores) / d
-    weights = torch.exp(scores) / d
-    if not bool(torch.isfinite(weights).all()):
-        limit = math.log(torch.finfo(scores.dtype).max)
+        return torch.sigmoid(scores - math.log(d))
+    limit = math.log(torch.finfo(scores.dtype).max / d)
+    if scores.numel() and float(scores.detach().max()) > limit:
         raise ValueError(
-            f"scores must stay below {limit:.1f} for componentwise attention in {scores.dtype}, "
-            f"got a maximum score of {float(scores.max()):.4g}"
+            f"scores must stay below {limit:.1f} for componentwise attention in {scores.dtype} "
+            f"(e^s overflows), got a maximum score of {float(scores.max()):.4g}"
         )
-    return weights
+    return torch.exp(scores) / d
 
 
-def scores_vjp(scores: torch.Tensor, weights: torch.Tensor, grad_weights: torch.Tensor, kind: str) -> torch.Tensor:
-    r"""Pull a gradient back from the weights to the scores: :math:`(\partial\alpha/\partial s)^\top g`.
+def _scores_vjp(scores: torch.Tensor, weights: torch.Tensor, grad: torch.Tensor, kind: str) -> torch.Tensor:
+    r"""Pull a gradient back from the weights to the scores, :math:`(\partial\alpha/\partial s)^\top g`, in :math:`O(d)`.
 
-    * softmax: :math:`\alpha \odot (g - \langle \alpha, g\rangle)`;
-    * linear: :math:`g/d`;
-    * componentwise: :math:`\alpha \odot g`;
-    * sigmoid: :math:`\alpha \odot (1 - \sigma(s)) \odot g`.
-
-    All three tensors have shape ``(..., d)``; this costs :math:`O(d)` per
-    head and never forms the :math:`d \times d` Jacobian.
+    softmax :math:`\alpha\odot(g - \langle\alpha, g\rangle)`; linear :math:`g/d`;
+    ReLU :math:`\mathbb 1[s > 0]\, g/d`; sigmoid :math:`\alpha(1-\alpha)\, g`;
+    componentwise :math:`\alpha\odot g`.
     """
-    kind = check_choice("kind", kind, ATTENTION_KINDS)
     if kind == "softmax":
-        return weights * (grad_weights - (weights * grad_weights).sum(-1, keepdim=True))
+        return weights * (grad - (weights * grad).sum(-1, keepdim=True))
     if kind == "linear":
-        return grad_weights / scores.shape[-1]
+        return grad / scores.shape[-1]
+    if kind == "relu":
+        return (scores > 0).to(grad.dtype) * grad / scores.shape[-1]
     if kind == "sigmoid":
-        return weights * (1.0 - torch.sigmoid(scores)) * grad_weights
-    return weights * grad_weights
+        return weights * (1.0 - weights) * grad
+    return weights * grad

@@ -1,135 +1,378 @@
-r"""Fixed positional codes :math:`p_1, \dots, p_d \in \mathbb{R}^m`.
+r"""Fixed positional codes :math:`p_1, \dots, p_d \in \mathbb{R}^m`, dense or streamed.
 
-*Reconstruction.* The paper's embedding is not available here. We use what a
-one-step analysis needs and justify each property in the book:
+*Reconstruction.* The paper's embedding is not available here. The book uses
+what the one-step analysis needs, and proves that it is enough:
 
-* **unit norm**, :math:`\|p_i\| = 1`, so that after the step the two relevant
-  positions receive exactly the same score (no position is favoured by its
-  code alone);
-* **low coherence**, :math:`\mu = \max_{i \ne j} |\langle p_i, p_j\rangle|`
-  small, so that the direction :math:`p_{i^*} + p_{j^*}` scores the two
-  relevant positions above every other one. Random sign codes give
-  :math:`\mu \approx \sqrt{2\ln(d^2)/m}`, so :math:`m = O(\log d)` suffices;
-* **balance**, :math:`\sum_i p_i = 0`, which removes the label-independent
-  part of the population gradient exactly (see :mod:`xorlib.gradient`).
+* **unit norm**, :math:`\|p_k\| = 1`, so that the two hidden positions receive
+  exactly the same score after a step of the tied model;
+* **balance**, :math:`\sum_k p_k = 0`, which removes the label-independent part
+  of the population gradient exactly;
+* **sign entries**, so that every margin is a multiple of a known lattice step
+  (:math:`4/m` for even :math:`d`), which gives a step size that needs no
+  knowledge of the hidden pair.
 
-``"balanced"`` codes have entries :math:`\pm 1/\sqrt{m}` with each coordinate
-taking each sign on exactly half of the positions (one more ``+`` for odd
-``d``). ``"iid"`` codes have independent uniform signs. ``"onehot"`` codes are
-the standard basis (:math:`m = d`), the orthogonal reference that costs
-:math:`\Theta(d)` parameters.
+``"balanced"`` (the default) meets all three for **every** :math:`d \ge 4`:
+
+* *even d*: entries :math:`\pm 1/\sqrt m`. Positions come in blocks of
+  :data:`BLOCK` rows; inside a block, each group of eight coordinates pairs the
+  rows by a random fixed-point-free involution :math:`k \leftrightarrow (\mu - k)
+  \bmod c` (:math:`\mu` odd) and gives paired rows opposite signs on those
+  coordinates. So every column sums to exactly zero, each block depends only on
+  ``(seed, block)`` and can be regenerated on its own, and no two rows are
+  forced to be opposite (a pairing covers eight coordinates, not all of them);
+* *odd d*: a column of an odd number of signs cannot sum to zero, so the code
+  uses :math:`M = m - 1` "main" coordinates (``m`` must be odd) and one extra
+  coordinate, with every row holding exactly :math:`M` nonzero entries
+  :math:`\pm 1/\sqrt M`. The last :math:`m` rows form a tail in which row
+  :math:`1 + r` is zero on main coordinate :math:`r` and nonzero on the extra
+  one; every column then holds an even number of nonzeros, half of each sign.
+
+``"iid"`` codes have independent uniform signs :math:`\pm 1/\sqrt m` (not
+balanced); ``"gaussian"`` codes are independent Gaussian rows normalised to unit
+length; ``"onehot"`` codes are the standard basis (:math:`m = d`). The book uses
+the last three to show what breaks without balance.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
-from ._validate import check_choice, check_device, check_int, check_pair, check_tensor
-from .data import make_generator
+from . import _random
+from ._checks import check_choice, check_device, check_dtype, check_int, check_seed, check_size, check_tensor
 
-__all__ = ["CODE_KINDS", "coherence", "default_code_dim", "pair_margin", "positional_codes"]
+__all__ = ["BLOCK", "CODE_KINDS", "BlockView", "Codes", "default_code_dim"]
 
-CODE_KINDS = ("balanced", "iid", "onehot")
+CODE_KINDS = ("balanced", "iid", "gaussian", "onehot")
+#: Rows per generated block: the codes never depend on how a caller iterates over them.
+BLOCK = 2**16
 
 
-def default_code_dim(d: int, *, factor: float = 4.0) -> int:
-    r"""The code dimension :math:`m = \lceil \text{factor} \cdot \log_2 d \rceil`, at least 8.
+def default_code_dim(d: int) -> int:
+    r"""The default code dimension: :math:`m = \max(8, \lceil 4\log_2 d\rceil)`, made odd (and at most ``d``) for odd ``d``.
 
-    With ``factor = 4`` the trainable parameter count :math:`2m` stays
-    polylogarithmic, and the pair margin of :func:`pair_margin` is positive for
-    most draws of codes and pair, increasingly so as ``d`` grows. Not for all:
-    a sign code can tie exactly with the pair (probability at most
-    :math:`(d-2)(3/4)^m \approx d^{-0.66}`; measured about 1 draw in 15 at
-    ``d = 16`` and under 1 % at ``d = 1024``, see the book). Use
-    :func:`xorlib.theory.code_dim_for_margin` for a stated confidence, or check
-    one draw with :func:`pair_margin`.
+    :math:`2m` trainable parameters, polylogarithmic in :math:`d`. For a given
+    pair, balanced sign codes of this size separate the pair from every other
+    position with probability at least :math:`1 - (d-2)(3/4)^m \approx 1 - d^{-0.66}`
+    (:func:`xorlib.theory.tie_probability_bound`).
     """
-    d = check_int("d", d, minimum=2)
-    if not factor > 0:
-        raise ValueError(f"factor must be > 0, got {factor}")
-    return max(8, math.ceil(factor * math.log2(d)))
+    d = check_int("d", d, minimum=4)
+    m = max(8, math.ceil(4 * math.log2(d)))
+    if d % 2:
+        m = min(m + (m % 2 == 0), d)
+    return m
 
 
-def positional_codes(
-    d: int,
-    m: int | None = None,
-    *,
-    kind: str = "balanced",
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-    dtype: torch.dtype = torch.float64,
-) -> torch.Tensor:
-    r"""The code matrix :math:`P \in \mathbb{R}^{d \times m}` whose row ``i`` is :math:`p_i`.
+@dataclass(frozen=True)
+class Codes:
+    r"""The code matrix :math:`P \in \mathbb{R}^{d \times m}` (row :math:`k` is :math:`p_k`), defined by its seed.
+
+    Nothing is stored but the four fields: :meth:`dense` builds the matrix,
+    :meth:`blocks` yields it block by block, and :meth:`scores` / :meth:`pull`
+    compute :math:`Pq` and :math:`P^\top w` from packed bits without ever
+    forming a float matrix, in memory :math:`O(\text{BLOCK}\cdot m)`.
 
     Parameters
     ----------
     d
-        Number of positions, ``d >= 2``.
+        Number of positions, ``d >= 4``.
     m
-        Code dimension, ``m >= 1``; defaults to :func:`default_code_dim`. Must be
-        ``d`` for ``kind="onehot"``.
-    kind
-        ``"balanced"``, ``"iid"`` or ``"onehot"`` (see the module docstring).
+        Code dimension (:func:`default_code_dim` if ``None``). Balanced codes
+        with odd ``d`` need an odd ``m`` with ``3 <= m <= d``; one-hot codes
+        need ``m == d``.
     seed
-        Seed of the code draw; the same seed gives the same codes.
+        Seed of the draw: the same seed gives the same codes on every device.
+    kind
+        One of :data:`CODE_KINDS`.
     """
-    d = check_int("d", d, minimum=2)
-    kind = check_choice("kind", kind, CODE_KINDS)
-    device = check_device("device", device)
-    if kind == "onehot":
-        m = d if m is None else check_int("m", m, minimum=d, maximum=d)
-        return torch.eye(d, device=device, dtype=dtype)
-    m = default_code_dim(d) if m is None else check_int("m", m, minimum=1)
-    # Drawn on the CPU and then moved, so that a seed gives the same codes on every device.
-    generator = make_generator(seed, "cpu")
-    if kind == "iid":
-        signs = torch.randint(0, 2, (d, m), generator=generator, dtype=torch.int8).mul_(2).sub_(1)
-    else:
-        # One random permutation per coordinate (a loop over the m columns,
-        # never over positions): ceil(d/2) plus signs and floor(d/2) minus signs.
-        # Written into one preallocated int8 matrix: no d x m temporaries.
-        template = torch.ones(d, dtype=torch.int8)
-        template[(d + 1) // 2 :] = -1
-        rows = torch.empty(m, d, dtype=torch.int8)
-        for column in range(m):
-            torch.index_select(template, 0, torch.randperm(d, generator=generator), out=rows[column])
-        signs = rows.T
-    codes = signs.to(device=device).to(dtype, memory_format=torch.contiguous_format)
-    return codes.div_(math.sqrt(m))
+
+    d: int
+    m: int | None = None
+    seed: int = 0
+    kind: str = "balanced"
+
+    def __post_init__(self) -> None:
+        d = check_int("d", self.d, minimum=4)
+        kind = check_choice("kind", self.kind, CODE_KINDS)
+        seed = check_seed("seed", self.seed)
+        if self.m is None:
+            m = d if kind == "onehot" else default_code_dim(d)
+        elif kind == "onehot":
+            m = check_int("m", self.m, minimum=d, maximum=d)
+        elif kind == "balanced" and d % 2:
+            m = check_int("m", self.m, minimum=3, maximum=d)
+            if m % 2 == 0:
+                raise ValueError(f"m must be odd for balanced codes with odd d = {d}, got {m}")
+        else:
+            m = check_int("m", self.m, minimum=1, maximum=4096)
+        object.__setattr__(self, "m", m)
+        object.__setattr__(self, "seed", seed)
+
+    # ----------------------------------------------------------------- layout
+    @property
+    def odd_balanced(self) -> bool:
+        """Whether the odd-``d`` balanced layout (main coordinates, extra coordinate, tail) is used."""
+        return self.kind == "balanced" and self.d % 2 == 1
+
+    @property
+    def main(self) -> int:
+        """Number of main (packed-sign) coordinates: ``m - 1`` for odd balanced codes, else ``m``."""
+        return self.m - 1 if self.odd_balanced else self.m
+
+    @property
+    def nonzeros(self) -> int:
+        r"""Nonzero entries per row, :math:`N`; every nonzero entry of a sign code is :math:`\pm 1/\sqrt N`."""
+        return self.main
+
+    @property
+    def margin_step(self) -> float:
+        r"""The lattice step of the tied margin :math:`\langle p_u - p_k, p_u + p_v\rangle`: positive margins are at least this.
+
+        :math:`4/m` for sign codes with full support (even ``d``, or ``"iid"``): the
+        margin is :math:`\tfrac4m` times the number of coordinates where
+        :math:`p_u` and :math:`p_v` agree and :math:`p_k` differs. :math:`1/N` for
+        the odd-``d`` layout, whose zeros break the factor 4. ``nan`` for
+        Gaussian and one-hot codes (no lattice, or no ties).
+        """
+        if self.kind in ("gaussian", "onehot"):
+            return math.nan
+        return 1.0 / self.nonzeros if self.odd_balanced else 4.0 / self.m
+
+    @property
+    def bulk(self) -> int:
+        """Rows generated in blocks (all of them, except the ``m``-row tail of the odd-``d`` layout)."""
+        return self.d - self.m if self.odd_balanced else self.d
+
+    @property
+    def packed(self) -> bool:
+        """Whether the bulk rows are sign codes stored as packed bits."""
+        return self.kind in ("balanced", "iid")
+
+    @property
+    def _unit(self) -> int:
+        """Block sizes are multiples of this: 2 for balanced codes (rows are paired), else 1."""
+        return 2 if self.kind == "balanced" else 1
+
+    def _block_range(self, block: int) -> tuple[int, int]:
+        """Rows ``[start, stop)`` of a block: ``num_blocks`` blocks of near-equal sizes (even, for balanced codes)."""
+        unit = self._unit
+        size, extra = divmod(self.bulk // unit, self.num_blocks)
+        start = unit * (block * size + min(block, extra))
+        return start, start + unit * (size + (block < extra))
+
+    def _block_of(self, row: int) -> int:
+        """The block holding bulk row ``row`` (inverse of :meth:`_block_range`)."""
+        size, extra = divmod(self.bulk // self._unit, self.num_blocks)
+        unit_index = row // self._unit
+        if unit_index < extra * (size + 1):
+            return unit_index // (size + 1)
+        return extra + (unit_index - extra * (size + 1)) // size
+
+    @property
+    def num_blocks(self) -> int:
+        """Number of blocks of bulk rows (each at most :data:`BLOCK` rows, at least half that unless there is one)."""
+        return -(-self.bulk // BLOCK)
+
+    # --------------------------------------------------------------- generation
+    def _packed_block(self, block: int) -> torch.Tensor:
+        """Packed sign bits of one block of bulk rows, ``(rows, ceil(main/8))`` uint8, CPU (bit 1 is -1)."""
+        start, stop = self._block_range(block)
+        rows, groups = stop - start, (self.main + 7) // 8
+        gen = _random.generator(self.seed, "codes", self.kind, self.d, self.m, block)
+        raw = _random.random_bytes(gen, rows * groups).view(rows, groups)
+        if self.kind == "balanced":
+            raw = _pair_rows(raw, rows, self.main, gen)
+        if self.main % 8:
+            raw[:, -1] &= (1 << (self.main % 8)) - 1  # unused bits contribute nothing to the products
+        return raw
+
+    def _tail_signs(self) -> torch.Tensor:
+        """The ``m`` tail rows of the odd-``d`` layout as signs in {-1, 0, +1}, ``(m, m)`` float64."""
+        m, main = self.m, self.main
+        gen = _random.generator(self.seed, "codes-tail", self.d, self.m)
+        half = torch.cat([torch.ones(main // 2), -torch.ones(main // 2)]).double()
+        tail = torch.zeros(m, m, dtype=torch.float64)
+        others = torch.arange(m)
+        for r in range(main):  # a loop over the m - 1 columns of an m-row tail, never over positions
+            rows = others[others != 1 + r]
+            tail[rows, r] = half[torch.randperm(main, generator=gen)]
+        tail[1:, main] = half[torch.randperm(main, generator=gen)]
+        return tail
+
+    def _gaussian_block(self, block: int, dtype: torch.dtype) -> torch.Tensor:
+        start, stop = self._block_range(block)
+        gen = _random.generator(self.seed, "codes", self.kind, self.d, self.m, block)
+        rows = torch.randn(stop - start, self.m, generator=gen, dtype=torch.float64)
+        return (rows / rows.norm(dim=1, keepdim=True)).to(dtype)
+
+    def _dense_block(self, block: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """Rows of one block as a float matrix ``(rows, m)``."""
+        if self.kind == "gaussian":
+            return self._gaussian_block(block, dtype).to(device)
+        if self.kind == "onehot":
+            start, stop = self._block_range(block)
+            eye = torch.zeros(stop - start, self.m, dtype=dtype, device=device)
+            eye[torch.arange(stop - start), torch.arange(start, stop)] = 1.0
+            return eye
+        signs = _random.bytes_to_signs(self._packed_block(block).to(device), self.main, dtype)
+        if self.odd_balanced:
+            signs = torch.cat([signs, signs.new_zeros(signs.shape[0], 1)], dim=1)
+        return signs.mul_(1.0 / math.sqrt(self.nonzeros))
+
+    def blocks(
+        self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """Yield ``(start, rows)``: consecutive row blocks of :math:`P`, each ``(rows, m)``, memory O(BLOCK m)."""
+        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
+        for block in range(self.num_blocks):
+            yield self._block_range(block)[0], self._dense_block(block, dtype, device)
+        if self.odd_balanced:
+            yield self.bulk, (self._tail_signs() / math.sqrt(self.nonzeros)).to(device=device, dtype=dtype)
+
+    def dense(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> torch.Tensor:
+        """The whole matrix :math:`P`, shape ``(d, m)`` (refused above the allocation limit)."""
+        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
+        check_size(f"the dense codes (d={self.d}, m={self.m})", self.d * self.m, dtype.itemsize)
+        return torch.cat([rows for _, rows in self.blocks(dtype=dtype, device=device)])
+
+    def rows(self, index: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """The rows ``P[index]``, shape ``(len(index), m)``, built from their blocks only."""
+        dtype = check_dtype("dtype", dtype)
+        index = [check_int("index", k, minimum=0, maximum=self.d - 1) for k in index]
+        out = torch.empty(len(index), self.m, dtype=dtype)
+        tail = self._tail_signs() / math.sqrt(self.nonzeros) if self.odd_balanced else None
+        for slot, k in enumerate(index):
+            if k >= self.bulk:
+                out[slot] = tail[k - self.bulk].to(dtype)
+            else:
+                block = self._block_of(k)
+                out[slot] = self._dense_block(block, dtype, torch.device("cpu"))[k - self._block_range(block)[0]]
+        return out
+
+    # ---------------------------------------------------------------- products
+    def views(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> Iterator[BlockView]:
+        """Yield one :class:`BlockView` per block of rows (the bulk blocks, then the odd-``d`` tail)."""
+        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
+        scale = 1.0 / math.sqrt(self.nonzeros) if self.kind in ("balanced", "iid") else 1.0
+        for block in range(self.num_blocks):
+            start, stop = self._block_range(block)
+            if self.packed:
+                yield BlockView(start, stop, self.m, self.main, scale, packed=self._packed_block(block).to(device))
+            else:
+                yield BlockView(start, stop, self.m, self.m, 1.0, rows=self._dense_block(block, dtype, device))
+        if self.odd_balanced:
+            tail = (self._tail_signs() * scale).to(device=device, dtype=dtype)
+            yield BlockView(self.bulk, self.d, self.m, self.main, scale, rows=tail)
+
+    def scores(self, queries: torch.Tensor) -> torch.Tensor:
+        r"""The scores :math:`s_{h,k} = \langle q_h, p_k\rangle` for queries ``(..., m)``: shape ``(..., d)``.
+
+        Sign codes are never unpacked to floats (see :meth:`BlockView.scores`).
+        """
+        queries = check_tensor("queries", queries, ndim=(1, 2, 3), shape={-1: self.m})
+        check_size(f"the scores (d={self.d})", queries[..., 0].numel() * self.d, queries.dtype.itemsize)
+        flat = queries.reshape(-1, self.m)
+        parts = [view.scores(flat) for view in self.views(dtype=queries.dtype, device=queries.device)]
+        return torch.cat(parts, dim=-1).reshape(*queries.shape[:-1], self.d)
+
+    def pull(self, weights: torch.Tensor) -> torch.Tensor:
+        r"""The pull-back :math:`P^\top w = \sum_k w_k p_k` for ``weights`` of shape ``(..., d)``: shape ``(..., m)``."""
+        weights = check_tensor("weights", weights, ndim=(1, 2, 3), shape={-1: self.d})
+        flat = weights.reshape(-1, self.d)
+        total = flat.new_zeros(flat.shape[0], self.m)
+        for view in self.views(dtype=weights.dtype, device=weights.device):
+            total += view.pull(flat[:, view.start : view.stop])
+        return total.reshape(*weights.shape[:-1], self.m)
 
 
-def coherence(codes: torch.Tensor, *, block: int = 4096) -> float:
-    r"""The coherence :math:`\mu = \max_{i \ne j} |\langle p_i, p_j \rangle|` of unit codes.
+@dataclass(frozen=True)
+class BlockView:
+    r"""One block of rows of :math:`P`, rows ``[start, stop)``: packed sign bits, or a dense float block.
 
-    Computed blockwise in :math:`O(d^2 m)` time and :math:`O(\text{block} \cdot d)`
-    memory; meant for ``d`` up to a few times :math:`10^4`.
+    For packed sign codes, :meth:`scores` uses, for each group of eight
+    coordinates, a 256-entry table of the partial sums of :math:`q` over every
+    bit pattern, so a score costs :math:`m/8` look-ups; :meth:`pull` histograms
+    the weights by byte value (one pass) and reads each coordinate's sum off the
+    256 bins. Neither forms a float matrix.
     """
-    codes = check_tensor("codes", codes, ndim=2)
-    block = check_int("block", block, minimum=1)
-    d = codes.shape[0]
-    worst = 0.0
-    for start in range(0, d, block):
-        gram = codes[start : start + block] @ codes.T
-        rows = torch.arange(gram.shape[0], device=codes.device)
-        gram[rows, rows + start] = 0.0
-        worst = max(worst, float(gram.abs().max()))
-    return worst
+
+    start: int
+    stop: int
+    m: int
+    main: int
+    scale: float
+    packed: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
+
+    def scores(self, queries: torch.Tensor) -> torch.Tensor:
+        """Scores ``(heads, rows)`` of queries ``(heads, m)`` on this block."""
+        if self.rows is not None:
+            return queries @ self.rows.T
+        tables, totals = _lookup_tables(queries[:, : self.main], self.scale)
+        groups = tables.shape[1]
+        index = self.packed.long() + 256 * torch.arange(groups, device=self.packed.device)
+        partial = tables.reshape(queries.shape[0], -1)[:, index].sum(-1)
+        return totals.unsqueeze(1) - 2 * partial
+
+    def pull(self, weights: torch.Tensor) -> torch.Tensor:
+        r""":math:`\sum_k w_k p_k` over this block, ``(heads, m)``, for weights ``(heads, rows)``."""
+        if self.rows is not None:
+            return weights @ self.rows
+        heads, groups = weights.shape[0], self.packed.shape[1]
+        index = (self.packed.long() + 256 * torch.arange(groups, device=self.packed.device)).reshape(-1)
+        source = weights.unsqueeze(-1).expand(-1, -1, groups).reshape(heads, -1)
+        hist = weights.new_zeros(heads, groups * 256).index_add_(1, index, source)
+        bits = _random.BYTE_BITS.to(device=weights.device, dtype=weights.dtype)
+        set_bits = (hist.view(heads, groups, 256) @ bits).reshape(heads, -1)[:, : self.main]
+        main = self.scale * (weights.sum(-1, keepdim=True) - 2 * set_bits)
+        return torch.cat([main, weights.new_zeros(heads, self.m - self.main)], dim=1)
 
 
-def pair_margin(codes: torch.Tensor, pair: tuple[int, int]) -> float:
-    r"""The margin :math:`\gamma = \langle p_{i^*}, p_{i^*} + p_{j^*}\rangle - \max_{k \notin \{i^*, j^*\}} \langle p_k, p_{i^*} + p_{j^*}\rangle`.
+#: Blocks with fewer rows than this pair rows per coordinate; larger ones per group of eight coordinates.
+PER_COORDINATE_BELOW = 2**14
 
-    After the population step every score is proportional to
-    :math:`\langle p_k, p_{i^*} + p_{j^*}\rangle`; a positive margin is what
-    lets a large enough step put all attention on the relevant pair. Uses the
-    score of :math:`i^*`; for unit codes it equals that of :math:`j^*`.
+
+def _pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) -> torch.Tensor:
+    r"""Make every column of a block of packed signs sum to zero by pairing rows with opposite signs.
+
+    The pairing is a fixed-point-free involution :math:`k \leftrightarrow (\mu - k) \bmod c` with
+    :math:`\mu` odd and :math:`c` (the number of rows) even. Small blocks draw one
+    :math:`\mu` per coordinate, so coordinates stay independent and a given pair of
+    rows is forced opposite on about :math:`m/(c-1)` coordinates. Large blocks
+    (:data:`PER_COORDINATE_BELOW` rows or more) draw one :math:`\mu` per group of
+    eight coordinates and work on whole bytes, at the speed of drawing the bits;
+    a given pair of rows is then forced opposite on a whole group with probability
+    at most :math:`\lceil m/8\rceil/(c-1) < 10^{-3}`.
     """
-    codes = check_tensor("codes", codes, ndim=2)
-    i, j = check_pair("pair", pair, codes.shape[0])
-    direction = codes[i] + codes[j]
-    scores = codes @ direction
-    top = float(scores[i])
-    scores[[i, j]] = -torch.inf
-    return top - float(scores.max())
+    index = torch.arange(rows).unsqueeze(1)
+    if rows >= PER_COORDINATE_BELOW:
+        mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
+        partner = (mu.unsqueeze(0) - index) % rows
+        flip = (index > partner).to(torch.uint8) * 255
+        return torch.gather(raw, 0, torch.minimum(index, partner)) ^ flip
+    bits = _random.BYTE_BITS[raw.long()].reshape(rows, -1)[:, :main].to(torch.uint8)  # (rows, main) of 0/1
+    mu = 2 * torch.randint(0, rows // 2, (main,), generator=gen) + 1
+    partner = (mu.unsqueeze(0) - index) % rows
+    paired = torch.gather(bits, 0, torch.minimum(index, partner)) ^ (index > partner).to(torch.uint8)
+    padded = torch.zeros(rows, raw.shape[1] * 8, dtype=torch.uint8)
+    padded[:, :main] = paired
+    return (padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)
+
+
+def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Per-group partial sums of the queries over all 256 bit patterns, and the totals.
+
+    ``tables[h, j, v] = \sum_{b:\ \text{bit } b \text{ of } v} q_{h, 8j+b}``, so that
+    :math:`\langle q_h, p_k\rangle = (\sum_r q_{h,r} - 2\sum_j T_{h,j}[\text{byte}_{kj}])/\sqrt N`
+    (``scale`` is :math:`1/\sqrt N`).
+    """
+    heads, main = queries.shape
+    groups = (main + 7) // 8
+    padded = queries.new_zeros(heads, groups * 8)
+    padded[:, :main] = queries
+    bits = _random.BYTE_BITS.to(device=queries.device, dtype=queries.dtype)  # (256, 8)
+    tables = torch.einsum("vb,hjb->hjv", bits, padded.view(heads, groups, 8))
+    return tables * scale, queries.sum(-1) * scale

@@ -1,193 +1,158 @@
-r"""The single-layer, two-head Transformer for sparse XOR.
+r"""The single-layer, two-head Transformer, in its two reconstructions.
 
-*Reconstruction* (the paper's exact architecture is not available here).
-Token :math:`i` carries its value :math:`x_i` and a fixed code
-:math:`p_i \in \mathbb{R}^m` (:mod:`xorlib.codes`). Head :math:`h \in \{1, 2\}`
-has one trainable query :math:`q_h \in \mathbb{R}^m` and computes
+*Reconstruction* (the paper's architecture is not available here). Token
+:math:`k` carries its bit :math:`x_k` and a fixed code :math:`p_k \in \mathbb{R}^m`
+(:mod:`xorlib.codes`). Head :math:`h \in \{1, 2\}` owns one trainable query
+:math:`q_h \in \mathbb{R}^m` and computes
 
 .. math::
 
-    s_{h,i} = \langle q_h, p_i\rangle, \qquad
-    \alpha_h = \mathrm{norm}(s_h), \qquad
-    z_h = \sum_{i=1}^d \alpha_{h,i}\, x_i ,
+    s_{h,k} = \langle q_h, p_k\rangle, \qquad \alpha_h = \mathrm{norm}(s_h), \qquad
+    z_h = \sum_{k=1}^d \alpha_{h,k}\, x_k ,
 
-with the normaliser of :mod:`xorlib.attention`. A frozen readout maps the
-two head outputs to the prediction:
+and a frozen readout :math:`f = c_0 - c_1 z_1 z_2` combines the heads. The loss is
+:math:`\ell = \tfrac12 (f - y)^2` and the trainable parameters are the two
+queries, :math:`2m` numbers. The two models differ in readout and start:
 
-* ``"xor"``: :math:`f = 1 - 2 z_1 z_2`. If both heads put weight
-  :math:`\tfrac12` on each of :math:`i^*, j^*`, then
-  :math:`z_1 = z_2 = (x_{i^*} + x_{j^*})/2` and
-  :math:`f = 1 - (x_{i^*} + x_{j^*})^2/2 = -x_{i^*}x_{j^*} = y` exactly.
-  This is the configuration one gradient step from uniform attention
-  reaches, because the population gradient is symmetric in the pair;
-* ``"product"``: :math:`f = -z_1 z_2`, exact only if the two heads split the
-  pair between them, which one symmetric step cannot do. Kept to show why.
-
-The loss is the squared loss :math:`\ell = \tfrac12 (f - y)^2`. The only
-trainable parameters are the two queries: :math:`2m` numbers.
+* **tied** (``heads="tied"``): :math:`f = 1 - 2z_1z_2`, exact when both heads put
+  :math:`\tfrac12` on each hidden bit; start :math:`q_1 = q_2 = 0`. The step
+  from there is the same for both heads, so the heads stay equal: this is a
+  *one-head model in disguise* (:math:`m` numbers do the work);
+* **split** (``heads="split"``): :math:`f = -z_1 z_2`, exact when head 1 sits on one
+  hidden bit and head 2 on the other; antisymmetric random start
+  :math:`q_2 = -q_1`, :math:`q_1 \sim \mathcal N(0, \sigma^2 I_m/m)`. Both heads
+  are needed; the book regards this as the two-head result.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from ._validate import check_choice, check_device, check_float, check_int, check_seed, check_tensor
-from .attention import ATTENTION_KINDS, attention_weights
-from .codes import CODE_KINDS, positional_codes
-from .data import make_generator
+from . import _random
+from ._checks import check_choice, check_dtype, check_float, check_seed, check_tensor
+from .attention import ATTENTION_KINDS, _weights
+from .codes import Codes
 
-__all__ = [
-    "INIT_KINDS",
-    "READOUTS",
-    "TwoHeadTransformer",
-    "head_outputs",
-    "head_weights",
-    "initial_queries",
-    "num_trainable_parameters",
-    "readout",
-    "readout_constants",
-    "squared_loss",
-]
+__all__ = ["HEADS", "STARTS", "ModelConfig", "TwoHeadModel", "readout_constants"]
 
-READOUTS = ("xor", "product")
-INIT_KINDS = ("zero", "random")
+HEADS = ("tied", "split")
+STARTS = ("zero", "antisymmetric", "independent")
 
 
-def readout_constants(kind: str) -> tuple[float, float]:
-    r"""The constants :math:`(c_0, c_1)` of the frozen readout :math:`f = c_0 - c_1 z_1 z_2`."""
-    kind = check_choice("readout", kind, READOUTS)
-    return (1.0, 2.0) if kind == "xor" else (0.0, 1.0)
+def readout_constants(heads: str) -> tuple[float, float]:
+    r"""The constants :math:`(c_0, c_1)` of the readout :math:`f = c_0 - c_1 z_1 z_2`: ``(1, 2)`` tied, ``(0, 1)`` split."""
+    heads = check_choice("heads", heads, HEADS)
+    return (1.0, 2.0) if heads == "tied" else (0.0, 1.0)
 
 
-def readout(z: torch.Tensor, kind: str = "xor") -> torch.Tensor:
-    r"""Apply the frozen readout :math:`f = c_0 - c_1 z_1 z_2` to head outputs ``z`` of shape ``(..., 2)``."""
-    c0, c1 = readout_constants(kind)
-    return c0 - c1 * z[..., 0] * z[..., 1]
-
-
-def squared_loss(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    r"""Per-sample loss :math:`\ell = \tfrac12 (f - y)^2`."""
-    return 0.5 * (f - y) ** 2
-
-
-def head_weights(queries: torch.Tensor, codes: torch.Tensor, attention: str = "softmax") -> torch.Tensor:
-    r"""Attention weights :math:`\alpha_{h,i} = \mathrm{norm}(\langle q_h, p_i\rangle)`.
-
-    ``queries`` has shape ``(..., 2, m)`` and ``codes`` shape ``(d, m)``; the
-    result has shape ``(..., 2, d)``. Cost :math:`O(dm)` per head.
-    """
-    queries = check_tensor("queries", queries, ndim=(2, 3))
-    codes = check_tensor("codes", codes, ndim=2, last_dim=queries.shape[-1])
-    if queries.shape[-2] != 2:
-        raise ValueError(f"queries must hold 2 heads in its second-to-last axis, got shape {tuple(queries.shape)}")
-    return attention_weights(queries @ codes.T, attention)
-
-
-def head_outputs(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    r"""Head outputs :math:`z_h = \sum_i \alpha_{h,i} x_i`: shape ``(n, 2)`` from weights ``(2, d)`` and ``x`` ``(n, d)``."""
-    weights = check_tensor("weights", weights, ndim=2)
-    x = check_tensor("x", x, ndim=2, last_dim=weights.shape[-1])
-    return x @ weights.T.to(x.dtype)
-
-
-def initial_queries(
-    m: int,
-    *,
-    init: str = "zero",
-    scale: float = 0.0,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-    dtype: torch.dtype = torch.float64,
-) -> torch.Tensor:
-    r"""Initial queries, shape ``(2, m)``.
-
-    ``"zero"`` gives :math:`q_1 = q_2 = 0`, hence uniform attention, the
-    starting point of the one-step theory. ``"random"`` draws
-    :math:`q_h \sim \mathcal{N}(0, \text{scale}^2 I_m / m)` independently per
-    head, so that each score :math:`\langle q_h, p_i\rangle` has standard
-    deviation ``scale`` for unit codes.
-    """
-    m = check_int("m", m, minimum=1)
-    init = check_choice("init", init, INIT_KINDS)
-    scale = check_float("scale", scale, minimum=0.0)
-    seed = check_seed("seed", seed)
-    device = check_device("device", device)
-    if init == "zero":
-        return torch.zeros(2, m, device=device, dtype=dtype)
-    generator = make_generator(seed, device)
-    return torch.randn(2, m, generator=generator, device=device, dtype=dtype) * (scale / m**0.5)
-
-
-class TwoHeadTransformer(nn.Module):
-    r"""The two-head, single-layer attention model with a frozen readout.
+@dataclass(frozen=True)
+class ModelConfig:
+    r"""Everything that defines one two-head model before training.
 
     Parameters
     ----------
     d
-        Number of input positions, ``d >= 2``.
+        Number of positions, ``d >= 4``.
+    heads
+        ``"split"`` (product readout, antisymmetric start) or ``"tied"`` (xor readout, zero start).
     m
-        Code dimension (``None`` for :func:`xorlib.codes.default_code_dim`).
+        Code dimension (``None``: :func:`xorlib.codes.default_code_dim`).
     attention
-        Normaliser, one of :data:`xorlib.attention.ATTENTION_KINDS`.
-    readout
-        ``"xor"`` or ``"product"`` (see the module docstring).
+        One of :data:`xorlib.attention.ATTENTION_KINDS`.
     code_kind, code_seed
-        Passed to :func:`xorlib.codes.positional_codes`.
-    init, init_scale, init_seed
-        Passed to :func:`initial_queries`.
-    device, dtype
-        Where the codes and queries live.
+        The codes (:class:`xorlib.codes.Codes`).
+    start
+        ``"zero"``, ``"antisymmetric"`` (:math:`q_2 = -q_1`) or ``"independent"``;
+        ``None`` picks the model's own (zero for tied, antisymmetric for split).
+    sigma
+        Scale of a random start: :math:`q_h \sim \mathcal N(0, \sigma^2 I/m)`, so
+        every score has standard deviation :math:`\sigma/\sqrt m` for unit codes.
+        The default 1 is the usual variance-:math:`1/\text{fan-in}` initialisation, not tuned.
+    init_seed
+        Seed of a random start.
     """
 
-    def __init__(
-        self,
-        d: int,
-        m: int | None = None,
-        *,
-        attention: str = "softmax",
-        readout: str = "xor",
-        code_kind: str = "balanced",
-        code_seed: int = 0,
-        init: str = "zero",
-        init_scale: float = 0.0,
-        init_seed: int = 0,
-        device: str | torch.device = "cpu",
-        dtype: torch.dtype = torch.float64,
-    ) -> None:
+    d: int
+    heads: str = "split"
+    m: int | None = None
+    attention: str = "softmax"
+    code_kind: str = "balanced"
+    code_seed: int = 0
+    start: str | None = None
+    sigma: float = 1.0
+    init_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice("heads", self.heads, HEADS)
+        check_choice("attention", self.attention, ATTENTION_KINDS)
+        codes = Codes(self.d, self.m, seed=self.code_seed, kind=self.code_kind)
+        object.__setattr__(self, "m", codes.m)
+        start = self.start if self.start is not None else ("zero" if self.heads == "tied" else "antisymmetric")
+        object.__setattr__(self, "start", check_choice("start", start, STARTS))
+        object.__setattr__(self, "sigma", check_float("sigma", self.sigma, minimum=0.0, maximum=1e6))
+        check_seed("init_seed", self.init_seed)
+
+    @property
+    def codes(self) -> Codes:
+        """The model's positional codes."""
+        return Codes(self.d, self.m, seed=self.code_seed, kind=self.code_kind)
+
+    @property
+    def readout(self) -> tuple[float, float]:
+        r"""The readout constants :math:`(c_0, c_1)`."""
+        return readout_constants(self.heads)
+
+    @property
+    def parameters(self) -> int:
+        """Trainable parameters: the two queries, ``2m``."""
+        return 2 * self.m
+
+    def initial_queries(self, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """The queries at the start, shape ``(2, m)`` (drawn on the CPU: the same on every device)."""
+        dtype = check_dtype("dtype", dtype)
+        if self.start == "zero" or self.sigma == 0.0:
+            return torch.zeros(2, self.m, dtype=dtype)
+        gen = _random.generator(self.init_seed, "init", self.m)
+        q = torch.randn(2, self.m, generator=gen, dtype=torch.float64) * (self.sigma / self.m**0.5)
+        if self.start == "antisymmetric":
+            q[1] = -q[0]
+        return q.to(dtype)
+
+
+def _head_outputs(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``z = x @ weights.T``: head outputs ``(n, 2)`` from weights ``(2, d)`` and inputs ``(n, d)``."""
+    return x @ weights.T
+
+
+def _predict(z: torch.Tensor, heads: str) -> torch.Tensor:
+    c0, c1 = readout_constants(heads)
+    return c0 - c1 * z[..., 0] * z[..., 1]
+
+
+class TwoHeadModel(nn.Module):
+    r"""The two-head attention model of a :class:`ModelConfig`, as a torch module (for autograd and training).
+
+    The codes are a buffer (dense, so meant for moderate ``d``); the queries,
+    shape ``(2, m)``, are the only parameters.
+    """
+
+    def __init__(self, config: ModelConfig, *, dtype: torch.dtype = torch.float64) -> None:
         super().__init__()
-        self.attention = check_choice("attention", attention, ATTENTION_KINDS)
-        self.readout_kind = check_choice("readout", readout, READOUTS)
-        check_choice("code_kind", code_kind, CODE_KINDS)
-        codes = positional_codes(d, m, kind=code_kind, seed=code_seed, device=device, dtype=dtype)
-        self.register_buffer("codes", codes)
-        queries = initial_queries(
-            codes.shape[1], init=init, scale=init_scale, seed=init_seed, device=device, dtype=dtype
-        )
-        self.queries = nn.Parameter(queries)
-
-    @property
-    def d(self) -> int:
-        """Number of input positions."""
-        return int(self.codes.shape[0])
-
-    @property
-    def m(self) -> int:
-        """Code dimension."""
-        return int(self.codes.shape[1])
+        if not isinstance(config, ModelConfig):
+            raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+        self.config = config
+        dtype = check_dtype("dtype", dtype)
+        self.register_buffer("codes", config.codes.dense(dtype=dtype))
+        self.queries = nn.Parameter(config.initial_queries(dtype=dtype))
 
     def weights(self) -> torch.Tensor:
         """Attention weights of both heads, shape ``(2, d)``."""
-        return head_weights(self.queries, self.codes, self.attention)
+        return _weights(self.queries @ self.codes.T, self.config.attention)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Predictions :math:`f(x)` for inputs ``x`` of shape ``(n, d)``."""
-        x = check_tensor("x", x, ndim=2, last_dim=self.d)
-        return readout(head_outputs(self.weights(), x.to(self.codes.dtype)), self.readout_kind)
-
-
-def num_trainable_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars in ``model`` (``2m`` for :class:`TwoHeadTransformer`)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+        x = check_tensor("x", x, ndim=2, shape={1: self.config.d}, dtype=self.codes.dtype)
+        return _predict(_head_outputs(self.weights(), x), self.config.heads)

@@ -1,16 +1,10 @@
-r"""The one-step theory in formulas: rest mass, worst case, step size and code dimension.
+r"""The book's formulas, each in one place: step rules, rest-mass targets, bounds and reference lines.
 
-After one population step of sharpness :math:`\kappa` from uniform attention,
-with balanced unit codes, both heads score position :math:`k` by
-:math:`\kappa g_k` where :math:`g_k = \langle p_k, p_{i^*} + p_{j^*}\rangle`, so
-:math:`g_{i^*} = g_{j^*} = 1 + \rho` with :math:`\rho = \langle p_{i^*}, p_{j^*}\rangle`.
-Everything then follows from the **rest mass**
-
-.. math:: E(\kappa) = \sum_{k \notin \{i^*, j^*\}} \alpha_k
-        = \frac{\sum_{k\notin\{i^*,j^*\}} e^{\kappa g_k}}{2e^{\kappa(1+\rho)} + \sum_{k\notin\{i^*,j^*\}} e^{\kappa g_k}} .
-
-These functions are the formulas the book derives; the tests check them
-against :mod:`xorlib.gradient`, which computes the same quantities without them.
+Every formula the chapters show is a function here, and the tests check each
+one against :mod:`xorlib.population`, :mod:`xorlib.certify` or brute force,
+which compute the same quantities without it. Notation: :math:`d` positions,
+code dimension :math:`m`, hidden pair :math:`(u, v)`, target worst-case loss
+:math:`\varepsilon`, rest mass :math:`E` (attention off the hidden position(s)).
 """
 
 from __future__ import annotations
@@ -18,222 +12,228 @@ from __future__ import annotations
 import math
 
 import torch
-from tqdm.auto import tqdm
 
-from ._validate import check_float, check_int, check_pair, check_tensor
-from .cache import cached
-from .codes import default_code_dim, pair_margin, positional_codes
-from .data import random_pair
-from .gradient import (
-    empirical_gradient,
-    lr_for_sharpness,
-    one_step_from_uniform,
-    population_loss_weights,
-    worst_case_loss,
-)
-from .model import head_weights
+from ._checks import check_float, check_int, check_tensor
 
 __all__ = [
-    "code_dim_for_margin",
-    "one_step_curve",
-    "one_step_table",
-    "pair_scores",
-    "rest_mass",
-    "rest_mass_bound",
-    "rest_mass_for_loss",
-    "sufficient_sharpness",
-    "typical_rest_mass",
-    "worst_case_from_rest_mass",
+    "first_order_split_vector",
+    "information_floor",
+    "lattice_sharpness",
+    "split_direction_first_order",
+    "split_probability_first_order",
+    "split_rest_target",
+    "split_sample_bound",
+    "split_step_from_gaps",
+    "sq_frontier",
+    "tie_probability_bound",
+    "tied_rest_target",
+    "tied_sharpness",
+    "tied_worst_case",
 ]
 
-
-def pair_scores(codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
-    r"""The per-position scores :math:`g_k = \langle p_k, p_{i^*} + p_{j^*}\rangle` (shape ``(d,)``), in :math:`O(dm)`."""
-    codes = check_tensor("codes", codes, ndim=2)
-    i, j = check_pair("pair", pair, codes.shape[0])
-    return codes @ (codes[i] + codes[j])
+#: The constant of the second-order remainder of the split direction (Lemma S2 of chapter 3):
+#: ``||t_h - t_h^lin||_inf <= REMAINDER_CONSTANT * r^2 / d^2`` for ``r = ||s - mean(s)||_inf <= 1/4``.
+REMAINDER_CONSTANT = 100.0
 
 
-def rest_mass(codes: torch.Tensor, pair: tuple[int, int], kappa: float) -> float:
-    r"""The exact rest mass :math:`E(\kappa)` after a step of sharpness ``kappa`` (balanced codes)."""
-    kappa = check_float("kappa", kappa, minimum=0.0)
-    g = pair_scores(codes, pair).double()
-    i, j = pair
-    logits = kappa * g
-    others = torch.ones_like(g, dtype=torch.bool)
-    others[[i, j]] = False
-    log_rest = torch.logsumexp(logits[others], 0)
-    log_total = torch.logsumexp(logits, 0)
-    return float(torch.exp(log_rest - log_total))
+# ----------------------------------------------------------------------------- the tied model
+def tied_worst_case(rest: float, gap: float = 0.0) -> float:
+    r"""The exact worst-case loss of tied xor heads: :math:`\max\bigl(32E^2(1-E)^2,\ 2(g + E)^4\bigr)`.
 
-
-def rest_mass_bound(d: int, margin: float, kappa: float) -> float:
-    r"""The margin bound :math:`E(\kappa) \le \tfrac{d-2}{2} e^{-\kappa\gamma}`.
-
-    Each of the :math:`d-2` other positions scores at most
-    :math:`\kappa(1 + \rho - \gamma)`, and the pair contributes
-    :math:`2e^{\kappa(1+\rho)}` to the normaliser.
-    """
-    d = check_int("d", d, minimum=3)
-    margin = check_float("margin", margin)
-    kappa = check_float("kappa", kappa, minimum=0.0)
-    return min(1.0, (d - 2) / 2 * math.exp(-kappa * margin))
-
-
-def typical_rest_mass(d: int, m: int, kappa: float, rho: float = 0.0) -> float:
-    r"""The Gaussian estimate :math:`E \approx R/(R + 2e^{\kappa(1+\rho)})` with :math:`R = (d-2)e^{\kappa^2/m}`.
-
-    For random sign codes :math:`g_k` is a sum of :math:`2m` terms of size
-    :math:`1/m`: approximately :math:`\mathcal N(0, 2/m)`, and
-    :math:`\mathbb E e^{\kappa g} \approx e^{\kappa^2/m}`. Valid while the sum is
-    not dominated by its largest term (:math:`\kappa \lesssim \sqrt{m\ln d}`).
-    """
-    d = check_int("d", d, minimum=3)
-    m = check_int("m", m, minimum=1)
-    kappa = check_float("kappa", kappa, minimum=0.0)
-    log_ratio = math.log((d - 2) / 2) + kappa**2 / m - kappa * (1 + rho)
-    return 1.0 / (1.0 + math.exp(-log_ratio)) if log_ratio > -700 else math.exp(log_ratio)
-
-
-def worst_case_from_rest_mass(rest: float) -> float:
-    r"""The exact worst-case loss of tied, balanced heads with rest mass :math:`E < \tfrac12`.
-
-    With :math:`\alpha_{i^*} = \alpha_{j^*} = (1-E)/2`: if the two bits agree
-    (:math:`y = -1`) the other bits can pull :math:`|z|` down to :math:`1 - 2E`, so
-    :math:`\ell = \tfrac12(2 - 2(1-2E)^2)^2 = 32E^2(1-E)^2`; if they differ
-    (:math:`y = +1`) they can push :math:`|z|` up to :math:`E`, so
-    :math:`\ell = 2E^4`. The first is larger for :math:`E < \tfrac12`.
+    Both heads put :math:`\alpha_u + \alpha_v = 1 - E` on the pair, with
+    :math:`g = |\alpha_u - \alpha_v|`, and :math:`E \le \tfrac12`. If the hidden bits
+    agree (:math:`y = -1`) the other bits can pull :math:`|z|` down to :math:`1 - 2E`;
+    if they differ (:math:`y = 1`) they can push :math:`|z|` up to :math:`g + E`.
     """
     rest = check_float("rest", rest, minimum=0.0, maximum=0.5)
-    return max(32 * rest**2 * (1 - rest) ** 2, 2 * rest**4)
+    gap = check_float("gap", gap, minimum=0.0, maximum=1.0)
+    return max(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4)
 
 
-def rest_mass_for_loss(epsilon: float) -> float:
-    r"""The largest rest mass with worst-case loss :math:`\le\varepsilon`: :math:`E_\varepsilon = \tfrac12\bigl(1 - \sqrt{1 - \sqrt{\varepsilon/2}}\bigr)`.
+def tied_rest_target(epsilon: float) -> float:
+    r"""The largest balanced rest mass with worst case :math:`\le\varepsilon`: :math:`E_\varepsilon = \tfrac12(1 - \sqrt{1-\sqrt{\varepsilon/2}})`.
 
-    Inverts :math:`32E^2(1-E)^2 = \varepsilon`, i.e. :math:`4E(1-E) = \sqrt{\varepsilon/2}`;
-    :math:`E_\varepsilon \approx \sqrt{\varepsilon/32}` for small :math:`\varepsilon`.
+    Inverts :math:`32E^2(1-E)^2 = \varepsilon`; :math:`E_\varepsilon \approx \sqrt{\varepsilon/32}`.
     """
     epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
-    return 0.5 * (1 - math.sqrt(1 - math.sqrt(epsilon / 2)))
+    root = math.sqrt(epsilon / 2)
+    return 0.5 * root / (1 + math.sqrt(1 - root))  # = (1 - sqrt(1 - root)) / 2, without cancellation
 
 
-def sufficient_sharpness(d: int, margin: float, epsilon: float) -> float:
-    r"""A sharpness that certifies worst-case loss :math:`\le\varepsilon`: :math:`\kappa_\varepsilon = \gamma^{-1}\ln\frac{d-2}{2E_\varepsilon}`.
+def tied_sharpness(d: int, margin: float, epsilon: float) -> float:
+    r"""The sharpness that certifies worst case :math:`\le\varepsilon` for a margin :math:`\gamma > 0`: :math:`\kappa_\varepsilon = \gamma^{-1}\ln\frac{d-2}{2E_\varepsilon}`.
 
-    From :func:`rest_mass_bound`, :math:`E(\kappa_\varepsilon) \le E_\varepsilon`. The
-    step size is then :math:`\eta = \kappa_\varepsilon d^2/2` (softmax, xor readout).
+    From the margin bound :math:`E(\kappa) \le \tfrac{d-2}{2}e^{-\kappa\gamma}` of the
+    balanced tied step. The step size is :math:`\eta = \kappa d^2/2`.
     """
-    d = check_int("d", d, minimum=3)
+    d = check_int("d", d, minimum=4)
     margin = check_float("margin", margin, minimum=0.0, strict_minimum=True)
-    return max(0.0, math.log((d - 2) / (2 * rest_mass_for_loss(epsilon))) / margin)
+    return max(0.0, math.log((d - 2) / (2 * tied_rest_target(epsilon)))) / margin
 
 
-def code_dim_for_margin(d: int, delta: float = 0.01, target: float = 0.5) -> int:
-    r"""A code dimension at which random sign codes give margin :math:`\ge` ``target`` with probability :math:`\ge 1-\delta`.
+def lattice_sharpness(d: int, margin_step: float, epsilon: float) -> float:
+    r"""A sharpness chosen **without the pair**: :func:`tied_sharpness` at the codes' lattice step.
 
-    Hoeffding's inequality (which also holds for the balanced codes, sampled
-    without replacement) gives :math:`P(g_k > t) \le e^{-mt^2/4}` for each
-    :math:`k \notin \{i^*, j^*\}` and :math:`P(\rho < -t) \le e^{-mt^2/2}`. Asking
-    :math:`\max_k g_k \le t_1`, :math:`\rho \ge -t_2` with
-    :math:`1 - t_2 - t_1 \ge` target and a union bound over :math:`d - 1` events gives
-    :math:`m \ge 4\ln(2(d-2)/\delta)/t_1^2` and :math:`m \ge 2\ln(2/\delta)/t_2^2`;
-    we split :math:`1 - \text{target}` as :math:`t_1 = \tfrac23(1-\text{target})`,
-    :math:`t_2 = \tfrac13(1-\text{target})`. The result is :math:`O(\log d)`.
+    For sign codes every positive margin is at least the lattice step
+    (:attr:`xorlib.codes.Codes.margin_step`, :math:`4/m` for even :math:`d`), so this one
+    sharpness certifies every draw whose margin is positive.
     """
-    d = check_int("d", d, minimum=3)
-    delta = check_float("delta", delta, minimum=0.0, maximum=1.0, strict_minimum=True)
-    target = check_float("target", target, minimum=0.0, maximum=1.0)
-    if target >= 1.0:
-        raise ValueError(f"target must be < 1, got {target}")
-    t1, t2 = 2 * (1 - target) / 3, (1 - target) / 3
-    return math.ceil(max(4 * math.log(2 * (d - 2) / delta) / t1**2, 2 * math.log(2 / delta) / t2**2))
+    return tied_sharpness(d, margin_step, epsilon)
 
 
-def one_step_curve(
-    codes: torch.Tensor,
-    pair: tuple[int, int],
-    kappas: list[float] | tuple[float, ...],
-    *,
-    samples: tuple[torch.Tensor, torch.Tensor] | None = None,
-    readout_kind: str = "xor",
-) -> dict[str, list[float]]:
-    r"""Exact mean and worst-case loss, and rest mass, after one step, for each sharpness in ``kappas``.
+def tie_probability_bound(d: int, m: int) -> float:
+    r"""An upper bound on the probability that balanced sign codes leave the pair unseparated (margin 0).
 
-    The step starts from :math:`q_1 = q_2 = 0` and has size
-    :math:`\eta = \kappa d^2/2`. It uses the population gradient, or, with
-    ``samples=(x, y)``, the empirical gradient on those samples (computed once;
-    the step for every :math:`\kappa` is a multiple of it). Both keep the heads
-    tied, so the worst case is exact wherever the pair holds half the mass.
+    Position :math:`k` ties with the pair iff :math:`p_k` agrees with :math:`p_u` or
+    :math:`p_v` on every coordinate. Coordinates are independent across columns
+    and each is tied with probability at most :math:`\tfrac34` (exactly
+    :math:`\tfrac34 - \tfrac1{4(c-1)}` averaged over the random pairing of a block of
+    :math:`c` rows), so a union bound over the :math:`d - 2` positions gives
+    :math:`(d-2)(3/4)^m`; with :math:`m = 4\log_2 d` that is about :math:`d^{-0.66}`.
+    """
+    d = check_int("d", d, minimum=4)
+    m = check_int("m", m, minimum=1)
+    return min(1.0, (d - 2) * 0.75**m)
 
-    Uses :mod:`xorlib.gradient` (the generic closed form), not the formulas of
-    this module, so the two can be checked against each other. Cost
-    :math:`O(dm)` per sharpness (plus :math:`O(nd)` once for samples).
-    ``"imbalance"`` is :math:`|\alpha_{i^*} - \alpha_{j^*}| / (\alpha_{i^*} + \alpha_{j^*})`.
+
+# ----------------------------------------------------------------------------- the split model
+def split_rest_target(epsilon: float) -> float:
+    r"""The rest mass per head that certifies worst case :math:`\le\varepsilon` for split heads.
+
+    A head on its bit with rest mass :math:`E_h` has :math:`z_h = x_{\tau_h} + \delta_h`,
+    :math:`|\delta_h| \le 2E_h`, so every input has loss at most
+    :math:`2(E_1 + E_2 + 2E_1E_2)^2`; with :math:`E_1 = E_2 = E` this is
+    :math:`\le\varepsilon` iff :math:`E \le \tfrac12(\sqrt{1 + 2\sqrt{\varepsilon/2}} - 1) \approx \sqrt{\varepsilon/8}`.
+    """
+    epsilon = check_float("epsilon", epsilon, minimum=0.0, strict_minimum=True)
+    root = math.sqrt(epsilon / 2)
+    return root / (1 + math.sqrt(1 + 2 * root))  # = (sqrt(1 + 2 root) - 1) / 2, without cancellation
+
+
+def split_step_from_gaps(d: int, gaps: torch.Tensor, spreads: torch.Tensor, epsilon: float) -> float:
+    r"""The self-certified step of the split model: :math:`\eta = \max_h \bigl(R_h + \ln\frac{d-1}{E}\bigr)/\gamma_h`.
+
+    ``gaps`` are :math:`\gamma_h = t_{h,(1)} - t_{h,(2)}`, the gap between the
+    largest and second largest entry of head :math:`h`'s score direction
+    :math:`t_h` (scores move by :math:`\eta t_h`), and ``spreads`` are
+    :math:`R_h = \max_k s_{h,k} - \min_k s_{h,k}` at the start. Then
+    :math:`E_h \le (d-1)e^{R_h - \eta\gamma_h} \le E` (:func:`split_rest_target`):
+    if the two heads' largest entries are the two hidden bits, every input has
+    loss at most :math:`\varepsilon`. Uses no knowledge of the pair. ``inf`` if a gap is not positive.
+    """
+    d = check_int("d", d, minimum=4)
+    gaps = check_tensor("gaps", gaps, ndim=1, shape={0: 2})
+    spreads = check_tensor("spreads", spreads, ndim=1, shape={0: 2})
+    if bool((gaps <= 0).any()):
+        return math.inf
+    need = (spreads + math.log((d - 1) / split_rest_target(epsilon))) / gaps
+    return float(need.max())
+
+
+def split_direction_first_order(codes: torch.Tensor, pair: tuple[int, int], query: torch.Tensor) -> torch.Tensor:
+    r"""The first-order score directions :math:`t_h^{\text{lin}}` of the split model at the antisymmetric start :math:`(q, -q)`.
+
+    With :math:`g = P(p_u + p_v)`, :math:`h = P(p_u - p_v)`, :math:`\epsilon = s - \bar s` (:math:`s = Pq`)
+    and :math:`\Delta = s_u - s_v`,
+
+    .. math:: t_{1,2}^{\text{lin}} = \frac1{d^2}\Bigl[g \pm \Delta\, h \mp \frac{1 + 2/d}{d}\, P P^\top \epsilon\Bigr],
+
+    and the exact directions :math:`t_h = -PP^\top\,\partial L/\partial s_h` differ from these by at most
+    :data:`REMAINDER_CONSTANT` :math:`\cdot r^2/d^2` in every entry, :math:`r = \|\epsilon\|_\infty \le \tfrac14`
+    (Lemma S2 of chapter 3). Returns shape ``(2, d)``.
+    """
+    codes = check_tensor("codes", codes, ndim=2)
+    query = check_tensor("query", query, ndim=1, shape={0: codes.shape[1]}, dtype=codes.dtype)
+    d = codes.shape[0]
+    u, v = pair
+    s = codes @ query
+    eps = s - s.mean()
+    g = codes @ (codes[u] + codes[v])
+    h = codes @ (codes[u] - codes[v])
+    self_term = ((1 + 2 / d) / d) * (codes @ (codes.T @ eps))
+    delta = s[u] - s[v]
+    return torch.stack([g + delta * h - self_term, g - delta * h + self_term]) / d**2
+
+
+def first_order_split_vector(codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
+    r"""The vector :math:`c` with :math:`d^2(t_{1,u} - t_{1,v}) = \langle q_1, c\rangle + O(r^2)` at an antisymmetric start.
+
+    :math:`c = \bigl[2(1-\rho) I - \tfrac{1 + 2/d}{d} P^\top P\bigr](p_u - p_v)`, with
+    :math:`\rho = \langle p_u, p_v\rangle` (Lemma S2 of chapter 3); head 2 gets :math:`-\langle q_1, c\rangle`.
     """
     codes = check_tensor("codes", codes, ndim=2)
     d = codes.shape[0]
-    pair = check_pair("pair", pair, d)
-    zero = torch.zeros(2, codes.shape[1], dtype=codes.dtype, device=codes.device)
-    if samples is None:
-        direction = one_step_from_uniform(codes, pair, 1.0, readout_kind=readout_kind)
-    else:
-        x, y = samples
-        direction = -empirical_gradient(zero, codes, x.to(codes.dtype), y.to(codes.dtype), readout_kind=readout_kind)
-    curve: dict[str, list[float]] = {"kappa": [], "mean": [], "worst": [], "rest": [], "exact": [], "imbalance": []}
-    for kappa in kappas:
-        kappa = check_float("kappa", kappa, minimum=0.0, strict_minimum=True)
-        weights = head_weights(lr_for_sharpness(kappa, d, readout_kind=readout_kind) * direction, codes).double()
-        bracket = worst_case_loss(weights, pair, readout_kind)
-        others = weights[0].clone()
-        others[list(pair)] = 0.0
-        on_pair = weights[0, list(pair)]
-        curve["kappa"].append(kappa)
-        curve["mean"].append(float(population_loss_weights(weights, pair, readout_kind)))
-        curve["worst"].append(float(bracket.value))
-        curve["rest"].append(float(others.sum()))
-        curve["exact"].append(float(bool(bracket.exact)))
-        curve["imbalance"].append(float((on_pair[0] - on_pair[1]).abs() / on_pair.sum()))
-    return curve
+    u, v = pair
+    e = codes[u] - codes[v]
+    rho = codes[u] @ codes[v]
+    return 2 * (1 - rho) * e - ((1 + 2 / d) / d) * (codes.T @ (codes @ e))
 
 
-@cached
-def one_step_table(
-    ds: tuple[int, ...],
-    *,
-    epsilon: float = 1e-6,
-    kappas: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0),
-    seed: int = 0,
-    float32_from: int = 200_000,
-    device: str = "cpu",
-) -> dict[str, list]:
-    r"""For each ``d``: the code dimension, margin, certified sharpness :math:`\kappa_\varepsilon`, step size, and losses.
+def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], start: str = "independent") -> float:
+    r"""The limit :math:`\sigma \to 0` of the probability that one step splits the heads, from the first-order direction.
 
-    Codes and pair are drawn with ``seed``; the default code dimension
-    :func:`xorlib.codes.default_code_dim` is used. Returns one row per ``d``
-    (keys ``d, m, params, margin, kappa_eps, lr, worst_at_kappa_eps, exact``)
-    and, under ``"curves"``, the :func:`one_step_curve` over ``kappas`` for each ``d``.
-    Codes are float32 from ``d >= float32_from`` to keep memory at :math:`4dm` bytes.
-    Cached on disk: the largest ``d`` takes seconds.
+    To first order :math:`d^2 D_1 = \langle q_1, c_a\rangle + \langle q_2, c_b\rangle` and
+    :math:`d^2 D_2 = \langle q_2, c_a\rangle + \langle q_1, c_b\rangle`, with
+    :math:`D_h = t_{h,u} - t_{h,v}`, :math:`e = p_u - p_v`,
+    :math:`c_a = (1-\rho)e - \tfrac{3 - 2/d}{d}P^\top Pe` and
+    :math:`c_b = -(1-\rho)e - \tfrac{2 - 4/d}{d}P^\top Pe`. The heads split iff
+    :math:`D_1D_2 < 0`. For independent Gaussian starts :math:`(D_1, D_2)` is a
+    centred Gaussian pair with correlation :math:`r = 2\langle c_a, c_b\rangle/(|c_a|^2 + |c_b|^2)`,
+    so the probability is :math:`\arccos(r)/\pi`; the antisymmetric start
+    :math:`q_2 = -q_1` gives :math:`D_2 = -D_1`, probability 1.
     """
-    rows: dict[str, list] = {
-        key: [] for key in ("d", "m", "params", "margin", "kappa_eps", "lr", "worst_at_kappa_eps", "exact")
-    }
-    rows["curves"] = []
-    for d in tqdm(ds, desc="one step across d", disable=None):
-        d = check_int("d", d, minimum=3)
-        m = default_code_dim(d)
-        dtype = torch.float32 if d >= float32_from else torch.float64
-        codes = positional_codes(d, m, seed=seed, dtype=dtype, device=device)
-        pair = random_pair(d, seed=seed)
-        margin = pair_margin(codes, pair)
-        kappa_eps = sufficient_sharpness(d, margin, epsilon) if margin > 0 else float("nan")
-        certified = one_step_curve(codes, pair, [kappa_eps]) if margin > 0 else None
-        for key, value in (("d", d), ("m", m), ("params", 2 * m), ("margin", margin), ("kappa_eps", kappa_eps)):
-            rows[key].append(value)
-        rows["lr"].append(lr_for_sharpness(kappa_eps, d) if margin > 0 else float("nan"))
-        rows["worst_at_kappa_eps"].append(certified["worst"][0] if certified else float("nan"))
-        rows["exact"].append(bool(certified["exact"][0]) if certified else False)
-        rows["curves"].append(one_step_curve(codes, pair, list(kappas)))
-        del codes
-    return rows
+    codes = check_tensor("codes", codes, ndim=2)
+    if start == "antisymmetric":
+        return 1.0
+    d = codes.shape[0]
+    u, v = pair
+    e = codes[u] - codes[v]
+    rho = float(codes[u] @ codes[v])
+    gram_e = codes.T @ (codes @ e)
+    c_a = (1 - rho) * e - ((3 - 2 / d) / d) * gram_e
+    c_b = -(1 - rho) * e - ((2 - 4 / d) / d) * gram_e
+    r = float(2 * (c_a @ c_b) / (c_a @ c_a + c_b @ c_b))
+    return math.acos(max(-1.0, min(1.0, r))) / math.pi
+
+
+def split_sample_bound(d: int, gram_norm: float, gap: float, delta: float) -> float:
+    r"""The sample size of Theorem F (chapter 6): enough samples for the empirical split step.
+
+    If every population gap of the two heads' directions is at least
+    :math:`\Gamma/d^2` (``gap`` is :math:`\Gamma`), then with probability
+    :math:`1 - \delta` over :math:`n` samples every one of the :math:`2(d-1)` gap
+    functionals of the empirical direction is within :math:`\Gamma/(2d^2)` of its
+    mean, provided
+
+    .. math:: n \ge \Bigl(\frac{384\,(1+\theta)^4\,\lambda\, d}{\Gamma^2} + \frac{32\, d^2}{3\,\Gamma}\Bigr)\ln\frac{4(d-1)}{\delta},
+
+    with :math:`\lambda = \|P^\top P\|` (``gram_norm``) and :math:`\theta = 1/2` (the start's
+    weights within a factor :math:`1\pm\theta` of uniform). Bernstein's inequality
+    for each functional: per-sample range 8, variance :math:`48(1+\theta)^4\lambda/d^3`.
+    """
+    d = check_int("d", d, minimum=4)
+    gram_norm = check_float("gram_norm", gram_norm, minimum=0.0, strict_minimum=True)
+    gap = check_float("gap", gap, minimum=0.0, strict_minimum=True)
+    delta = check_float("delta", delta, minimum=0.0, maximum=1.0, strict_minimum=True)
+    theta = 0.5
+    return (384 * (1 + theta) ** 4 * gram_norm * d / gap**2 + 32 * d**2 / (3 * gap)) * math.log(4 * (d - 1) / delta)
+
+
+# ----------------------------------------------------------------------------- reference lines
+def sq_frontier(d: int, parameters: int) -> float:
+    r"""Edelman et al.'s frontier for one step: a batch of about :math:`\binom d2 / r` samples for an :math:`r`-parameter model.
+
+    Their Prop. 3 says an :math:`r`-parameter model run for :math:`T` noisy-gradient steps
+    learns nothing unless :math:`rTB \gtrsim \binom dk`, up to constants; with :math:`T = 1`,
+    :math:`k = 2`: :math:`B \gtrsim \binom d2/r`. Use :math:`r = m` for the tied model
+    (its two heads are one) and :math:`r = 2m` for the split model.
+    """
+    d = check_int("d", d, minimum=2)
+    parameters = check_int("parameters", parameters, minimum=1)
+    return math.comb(d, 2) / parameters
+
+
+def information_floor(d: int) -> float:
+    r"""The information floor: identifying one pair among :math:`\binom d2` takes :math:`\log_2\binom d2` one-bit labels."""
+    d = check_int("d", d, minimum=2)
+    return math.log2(math.comb(d, 2))

@@ -1,0 +1,226 @@
+r"""Certified worst-case loss over all :math:`2^d` inputs, in :math:`O(d)`, without enumerating them.
+
+For a fixed pair of hidden bits :math:`(x_u, x_v)` every other bit enters head
+:math:`h` only through :math:`r_h = \sum_{k \notin\{u,v\}} \alpha_{h,k} x_k \in [-S_h, S_h]`,
+:math:`S_h = \sum_{k\notin\{u,v\}} |\alpha_{h,k}|`, and the loss
+:math:`\tfrac12(c_0 - y - c_1 z_1 z_2)^2` is a convex function of :math:`t = z_1 z_2`.
+
+* **Tied heads** (:math:`\alpha_1 = \alpha_2`): :math:`t = z^2` with
+  :math:`|z| \in [\,|c| - S, |c| + S\,]`, both ends attained when :math:`|c| \ge S`,
+  so the worst case is **exact**. For softmax weights with rest mass
+  :math:`S \le \tfrac12` it is :math:`\max\bigl(32S^2(1-S)^2,\; 2(|\alpha_u - \alpha_v| + S)^4\bigr)`.
+* **Untied heads**: :math:`(r_1, r_2)` ranges over (a subset of) a box, so the
+  corners bound :math:`t` from both sides and the loss from above: a **sound**
+  upper bound, always :math:`\ge` the true maximum. Inputs whose other bits are
+  all equal give attained values, a lower bound. (Maximising a product of two
+  linear forms over the cube is a product-knapsack problem; no exact
+  near-linear method is expected.)
+
+Rounding. :func:`certify_scores` works from the scores in float64 and the log
+domain: the rest mass :math:`S_h = e^{\operatorname{lse}(s_{\text{rest}}) - \operatorname{lse}(s)}` and the deviation
+of each head from its target bit are computed without cancellation, so the
+certificate stays sound when :math:`S_h` is far below the rounding error of 1
+(where the two pair weights round to exactly :math:`\tfrac12`). Every bound
+carries an explicit allowance for the rounding of its own arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ._checks import check_choice, check_pair, check_tensor
+from .model import HEADS, readout_constants
+
+__all__ = ["WorstCase", "certify_scores", "worst_case_loss"]
+
+_EPS = torch.finfo(torch.float64).eps
+_BITS = torch.tensor([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]], dtype=torch.float64)  # (x_u, x_v)
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    r"""A certified bracket on :math:`\max_{x\in\{\pm1\}^d} \ell(x)`: ``lower <= max <= upper``.
+
+    ``lower`` is (up to an explicit rounding allowance) the loss of an input
+    that is attained; no input exceeds ``upper``. ``exact`` marks where the two
+    agree to nine digits. Fields are tensors of the batch shape (0-d for one model).
+    """
+
+    lower: torch.Tensor
+    upper: torch.Tensor
+    exact: torch.Tensor
+
+    @property
+    def value(self) -> torch.Tensor:
+        """The certified value: the upper bound (equal to the maximum where ``exact``)."""
+        return self.upper
+
+
+def _finish(lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool) -> WorstCase:
+    exact = (upper - lower <= 1e-9 * upper.abs()) & torch.as_tensor(exact_allowed)
+    return WorstCase(lower=lower, upper=upper, exact=exact)
+
+
+def _box_loss(
+    centre: torch.Tensor,
+    radius: torch.Tensor,
+    base: torch.Tensor,
+    mult: torch.Tensor,
+    signs: torch.Tensor,
+    spread: torch.Tensor,
+):
+    r"""Upper and attained-lower losses for the residual :math:`B - \mu Q`, :math:`Q = (1+e_1)(1+e_2) - 1`.
+
+    Each deviation ranges over :math:`e_h \in \text{centre}_h \pm \text{radius}_h` (last axis:
+    the two heads); :math:`B` (``base``) is exact and :math:`\mu` (``mult``) is
+    :math:`\pm c_1`. The loss is convex in :math:`Q`, and :math:`Q` is bilinear in the
+    deviations, so the corners of the box bound it; the two corners with both
+    other bits all equal to :math:`\rho = \pm1` are attained: they move :math:`e_h` by
+    :math:`\rho\, x_{\tau_h} \text{radius}_h`, with the target signs ``signs``. ``spread`` bounds
+    how far the computed deviations may be from the exact ones (rounding of the
+    log-weights); the box is widened by it for the upper bound and the attained
+    values are discounted by it for the lower bound.
+    """
+    e1, e2 = centre[..., 0], centre[..., 1]
+    r1, r2 = radius[..., 0], radius[..., 1]
+
+    def q_of(f1: torch.Tensor, f2: torch.Tensor) -> torch.Tensor:
+        return f1 + f2 + f1 * f2  # (1 + f1)(1 + f2) - 1, without forming 1 + f
+
+    w1, w2 = r1 + spread[..., 0], r2 + spread[..., 1]
+    corners = torch.stack([q_of(e1 + s1 * w1, e2 + s2 * w2) for s1 in (1, -1) for s2 in (1, -1)], -1)
+    q_low, q_high = corners.amin(-1), corners.amax(-1)
+    q_error = spread[..., 0] * (1 + e2.abs() + w2) + spread[..., 1] * (1 + e1.abs() + w1)
+    slack = 8 * _EPS * (base.abs() + mult.abs() * torch.maximum(q_low.abs(), q_high.abs())) + 1e-300
+    lower_slack = slack + mult.abs() * q_error
+    upper = 0.5 * (torch.maximum((base - mult * q_low).abs(), (base - mult * q_high).abs()) + slack) ** 2
+    x1, x2 = signs[..., 0], signs[..., 1]
+    attained = torch.stack([q_of(e1 + s * x1 * r1, e2 + s * x2 * r2) for s in (1, -1)], -1)
+    lower = (
+        0.5 * ((base.unsqueeze(-1) - mult.unsqueeze(-1) * attained).abs().amax(-1) - lower_slack).clamp(min=0.0) ** 2
+    )
+    return upper, lower
+
+
+def certify_scores(scores: torch.Tensor, pair: tuple[int, int], *, heads: str = "split") -> WorstCase:
+    r"""Certified worst-case loss of a **softmax** model from its scores ``(..., 2, d)``: sound at every :math:`d`.
+
+    Works in float64 from log-weights: for each head, the log-weights of the two
+    hidden positions and of the rest, :math:`\log S_h`, so nothing is lost when
+    the rest mass is below :math:`10^{-16}`. Exact for tied heads with
+    :math:`S \le \tfrac12`; a sound bracket otherwise. Cost :math:`O(d)` per head.
+    """
+    scores = check_tensor("scores", scores, ndim=(2, 3), shape={-2: 2})
+    pair = check_pair("pair", pair, scores.shape[-1])
+    heads = check_choice("heads", heads, HEADS)
+    s = scores.double()
+    u, v = pair
+    total = torch.logsumexp(s, dim=-1)
+    rest = s.clone()
+    rest[..., [u, v]] = -torch.inf
+    log_rest = torch.logsumexp(rest, dim=-1) if s.shape[-1] > 2 else torch.full_like(total, -torch.inf)
+    tied = (scores[..., 0, :] == scores[..., 1, :]).all(-1)
+    log_error = 16 * _EPS * (s.abs().amax(-1) + math.log(s.shape[-1]) + 1)  # absolute error of each log-weight
+    return _certify_summary(s[..., u] - total, s[..., v] - total, log_rest - total, log_error, tied, heads)
+
+
+def _certify_summary(
+    log_au: torch.Tensor,
+    log_av: torch.Tensor,
+    log_rest: torch.Tensor,
+    log_error: torch.Tensor,
+    tied: torch.Tensor,
+    heads: str,
+) -> WorstCase:
+    """The certificate from per-head log-weights on ``u``, ``v`` and the rest, each ``(..., 2)`` (streaming uses this).
+
+    ``log_error`` bounds the absolute rounding error of each log-weight, so
+    each weight is known to a relative ``expm1(log_error)``.
+    """
+    c0, c1 = readout_constants(heads)
+    a_u, a_v, rest = log_au.exp(), log_av.exp(), log_rest.exp()
+    target_u = a_u >= a_v  # each head's target bit: the hidden position it weights more
+    a_other = torch.where(target_u, a_v, a_u)
+    bits = _BITS.to(a_u.device)  # (4, 2): rows (x_u, x_v)
+    x_t = torch.where(target_u.unsqueeze(-2), bits[:, :1], bits[:, 1:])  # (..., 4, 2) sign of each head's target
+    x_o = torch.where(target_u.unsqueeze(-2), bits[:, 1:], bits[:, :1])
+    labels = -bits[:, 0] * bits[:, 1]
+    # z_h = x_t (1 + e_h), e_h = x_t (z_h - x_t) = -S_h + a_o (x_t x_o - 1) + x_t r_h, no cancellation.
+    centre = -rest.unsqueeze(-2) + a_other.unsqueeze(-2) * (x_t * x_o - 1)
+    product_of_targets = x_t[..., 0] * x_t[..., 1]  # t = z1 z2 = P0 (1 + e1)(1 + e2)
+    base = c0 - labels - c1 * product_of_targets
+    relative = torch.expm1(log_error)  # (..., 2)
+    spread = (relative * 2 * (rest + a_other)).unsqueeze(-2).expand_as(centre)
+    radius = rest.unsqueeze(-2).expand_as(centre)
+    upper, lower = _box_loss(centre, radius, base, c1 * product_of_targets, x_t, spread)
+    upper, lower = upper.amax(-1), lower.amax(-1)
+    if heads == "tied":  # exact one-dimensional extremes for tied xor heads with S <= 1/2
+        S, gap = rest[..., 0], (a_u[..., 0] - a_v[..., 0]).abs()
+        exact_value = torch.maximum(32 * S**2 * (1 - S) ** 2, 2 * (gap + S) ** 4)
+        use = tied & (S <= 0.5)
+        slack = 1e-12 + 8 * relative[..., 0]  # the loss is a polynomial of degree 4 in S and the gap
+        upper = torch.where(use, exact_value * (1 + slack), upper)
+        lower = torch.where(use, exact_value * (1 - slack), lower)
+    return _finish(lower, upper, True)
+
+
+def worst_case_loss(weights: torch.Tensor, pair: tuple[int, int], *, heads: str = "split") -> WorstCase:
+    r"""Certified worst-case loss for arbitrary head weights ``(..., 2, d)`` (any normaliser, any sign).
+
+    Uses the weights as given, in float64, with an allowance for the rounding
+    of the inputs (weights given in float32 are never flagged exact, since they
+    are themselves rounded) and of the arithmetic. Exact for tied heads whose
+    pair carries at least the rest's absolute weight; a sound upper bound with an
+    attained lower bound otherwise. For softmax models prefer
+    :func:`certify_scores`, which keeps the precision that rounded weights lose.
+    """
+    weights = check_tensor("weights", weights, ndim=(2, 3), shape={-2: 2})
+    pair = check_pair("pair", pair, weights.shape[-1])
+    heads = check_choice("heads", heads, HEADS)
+    c0, c1 = readout_constants(heads)
+    unit = torch.finfo(weights.dtype).eps * (weights.shape[-1] + 4)  # input rounding plus summation error
+    w = weights.double()
+    u, v = pair
+    others = w.clone()
+    others[..., [u, v]] = 0.0
+    rest = others.abs().sum(-1) * (1 + unit) + unit * (w[..., u].abs() + w[..., v].abs())  # (..., 2)
+    bits = _BITS.to(w.device)
+    centre = bits[:, 0, None] * w[..., None, :, u] + bits[:, 1, None] * w[..., None, :, v]  # (..., 4, 2)
+    labels = -bits[:, 0] * bits[:, 1]
+    radius = rest.unsqueeze(-2).expand_as(centre)
+    corners = torch.stack(
+        [
+            (centre[..., 0] + s1 * radius[..., 0]) * (centre[..., 1] + s2 * radius[..., 1])
+            for s1 in (1, -1)
+            for s2 in (1, -1)
+        ],
+        -1,
+    )
+    residual = (c0 - labels).unsqueeze(-1) - c1 * corners
+    slack = 8 * _EPS * ((c0 - labels).abs() + c1 * corners.abs().amax(-1)) + 1e-300
+    upper = (0.5 * (residual.abs().amax(-1) + slack) ** 2).amax(-1)
+    # Attained: the other bits all +1 or all -1 (exact for those inputs, up to the slack).
+    plain = others.sum(-1).unsqueeze(-2)  # sum of the other weights, all bits +1
+    attained = torch.stack(
+        [(centre[..., 0] + s * plain[..., 0]) * (centre[..., 1] + s * plain[..., 1]) for s in (1, -1)], -1
+    )
+    lower_attained = (
+        0.5 * (((c0 - labels).unsqueeze(-1) - c1 * attained).abs().amax(-1) - slack).clamp(min=0) ** 2
+    ).amax(-1)
+    # Tied heads: |z| in [|c| - S, |c| + S], both ends attained by aligning or opposing every other bit.
+    tied = (weights[..., 0, :] == weights[..., 1, :]).all(-1)
+    c_abs = centre[..., 0].abs()
+
+    def tied_loss(spread: torch.Tensor) -> torch.Tensor:
+        spread = spread[..., :1].expand_as(c_abs)
+        ends = torch.stack([(c_abs + spread) ** 2, (c_abs - spread).clamp(min=0) ** 2], -1)
+        return (0.5 * ((c0 - labels).unsqueeze(-1) - c1 * ends) ** 2).amax(-1).amax(-1)
+
+    tied_ok = tied & (c_abs >= rest[..., :1]).all(-1)
+    upper = torch.where(tied_ok, tied_loss(rest) * (1 + 64 * unit) + 1e-300, upper)
+    lower = torch.where(tied_ok, tied_loss(others.abs().sum(-1)) * (1 - 64 * unit), lower_attained)
+    exact_allowed = weights.dtype == torch.float64
+    return _finish(lower, upper, exact_allowed)

@@ -1,0 +1,281 @@
+r"""One gradient step, for either model: the reader-facing :func:`one_step`.
+
+The learner starts from the model's start (:class:`xorlib.model.ModelConfig`),
+computes the gradient of the loss (the population gradient in closed form, or
+the gradient on ``n`` samples), and takes one step
+:math:`q^+ = q - \eta\nabla_q L`. Writing :math:`\kappa = c_1\eta/d^2` (the
+*sharpness*) and :math:`\delta = -\tfrac{d^2}{c_1}\nabla_q L`, the scores move to
+:math:`s^+ = s + \kappa\, t` with the direction scores :math:`t = P\delta`.
+
+Step-size rules, none of which knows the hidden pair:
+
+* ``"certified"`` (both models): the learner reads its own direction. The split
+  model takes each head's largest entry of :math:`t_h` as its target and the step
+  :func:`xorlib.theory.split_step_from_gaps`, which certifies :math:`\varepsilon`
+  whenever those targets are the hidden bits. The tied model takes the two
+  largest entries as its pair and scans step sizes for the smallest whose
+  certificate, computed *for that believed pair*, is below :math:`\varepsilon`
+  (else the one that minimises it);
+* ``"lattice"`` (tied model): :func:`xorlib.theory.lattice_sharpness`, from
+  :math:`d`, the codes' lattice step and :math:`\varepsilon` only;
+* a number: that sharpness :math:`\kappa`.
+
+The population step streams over the positions (:mod:`xorlib._stream`): memory
+:math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
+seed in every pass and never unpacked to floats. The reported worst case is
+:func:`xorlib.certify.certify_scores`'s certificate for the true pair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import _stream
+from ._checks import check_choice, check_device, check_float, check_int, check_pair, check_seed, check_size
+from .certify import WorstCase, _certify_summary
+from .codes import BlockView
+from .empirical import _score_gradient as _empirical_score_gradient
+from .model import ModelConfig
+from .population import _deviation_loss
+from .runtime import threads
+from .task import random_pair, sample_xor
+from .theory import lattice_sharpness, split_step_from_gaps, tied_rest_target
+
+__all__ = ["OneStepConfig", "OneStepResult", "one_step", "run_one_step"]
+
+STEP_RULES = ("certified", "lattice")
+#: Weights of both heads are kept in the result up to this many positions.
+KEEP_WEIGHTS = 2**20
+#: The tied model's certified rule scans this many step sizes up to this many positions (beyond: the margin form).
+SCAN_POINTS, SCAN_UP_TO = 121, 2**18
+
+
+@dataclass(frozen=True)
+class OneStepConfig:
+    r"""One step of one model on one task.
+
+    Parameters
+    ----------
+    model
+        The model (:class:`xorlib.model.ModelConfig`, softmax attention).
+    pair
+        The hidden pair.
+    n
+        Number of samples for the gradient; ``None`` for the population gradient.
+    data_seed
+        Seed of the samples.
+    step
+        ``"certified"``, ``"lattice"`` (tied model only) or a sharpness :math:`\kappa > 0`.
+    epsilon
+        The target worst-case loss of the step rules, in ``(0, 2]``.
+    device
+        Where to compute.
+    """
+
+    model: ModelConfig
+    pair: tuple[int, int]
+    n: int | None = None
+    data_seed: int = 0
+    step: str | float = "certified"
+    epsilon: float = 1e-6
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
+        if self.model.attention != "softmax":
+            raise ValueError(f"one_step needs softmax attention, got attention={self.model.attention!r}")
+        object.__setattr__(self, "pair", check_pair("pair", self.pair, self.model.d))
+        if self.n is not None:
+            check_int("n", self.n, minimum=1)
+            check_size(f"the samples (n={self.n}, d={self.model.d})", self.n * self.model.d, 9)
+            check_size(f"the dense codes (d={self.model.d}, m={self.model.m})", self.model.d * self.model.m, 8)
+        check_seed("data_seed", self.data_seed)
+        if isinstance(self.step, str):
+            check_choice("step", self.step, STEP_RULES)
+            if self.step == "lattice" and self.model.heads != "tied":
+                raise ValueError(
+                    "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
+                )
+        else:
+            object.__setattr__(
+                self, "step", check_float("step", self.step, minimum=0.0, maximum=1e12, strict_minimum=True)
+            )
+        object.__setattr__(
+            self, "epsilon", check_float("epsilon", self.epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
+        )
+        check_device("device", self.device)
+
+
+@dataclass(frozen=True)
+class OneStepResult:
+    """What one step did: the step, the attention of both heads, and the certified worst case over all inputs."""
+
+    config: OneStepConfig
+    kappa: float
+    lr: float
+    queries_before: torch.Tensor
+    queries_after: torch.Tensor
+    pair_weights: torch.Tensor  # (2 heads, 2 positions): attention on (u, v) after the step
+    rest_mass: torch.Tensor  # (2,): attention off the pair after the step
+    found: tuple[int, int]  # the position each head attends to most
+    worst_case: WorstCase
+    mean_loss_before: float
+    mean_loss_after: float
+    weights_before: torch.Tensor | None = None  # (2, d), kept for d <= KEEP_WEIGHTS
+    weights_after: torch.Tensor | None = None
+
+    @property
+    def pair(self) -> tuple[int, int]:
+        """The hidden pair."""
+        return self.config.pair
+
+    @property
+    def parameters(self) -> int:
+        """Trainable parameters, ``2m``."""
+        return self.config.model.parameters
+
+    @property
+    def success(self) -> bool:
+        """Whether the certified worst-case loss is at most the target ``epsilon``."""
+        return float(self.worst_case.upper) <= self.config.epsilon
+
+    @property
+    def split(self) -> bool:
+        """Whether the two heads attend most to the two different hidden bits."""
+        return tuple(sorted(self.found)) == self.pair
+
+
+def one_step(
+    d: int,
+    heads: str = "split",
+    *,
+    seed: int = 0,
+    pair: tuple[int, int] | None = None,
+    m: int | None = None,
+    n: int | None = None,
+    sigma: float = 1.0,
+    start: str | None = None,
+    step: str | float = "certified",
+    epsilon: float = 1e-6,
+    code_kind: str = "balanced",
+    device: str = "cpu",
+) -> OneStepResult:
+    r"""One gradient step of the tied or the split model on a sparse XOR task: the book's one-line entry point.
+
+    ``seed`` draws the codes, the hidden pair (unless ``pair`` is given), the
+    start and the samples, each from its own stream. See :class:`OneStepConfig`
+    for the step rules and :class:`xorlib.model.ModelConfig` for the models.
+
+    Examples
+    --------
+    >>> result = one_step(1000, heads="split", seed=0)
+    >>> result.split, result.success
+    (True, True)
+    """
+    d = check_int("d", d, minimum=4)
+    seed = check_seed("seed", seed)
+    model = ModelConfig(d, heads, m=m, code_kind=code_kind, code_seed=seed, start=start, sigma=sigma, init_seed=seed)
+    pair = random_pair(d, seed=seed) if pair is None else pair
+    config = OneStepConfig(model, pair, n=n, data_seed=seed, step=step, epsilon=epsilon, device=device)
+    return run_one_step(config)
+
+
+def run_one_step(config: OneStepConfig) -> OneStepResult:
+    """Take the step described by ``config`` (see the module docstring), single-threaded: bit-identical on any machine setting."""
+    if not isinstance(config, OneStepConfig):
+        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
+    with threads(1):
+        return _run(config)
+
+
+def _run(config: OneStepConfig) -> OneStepResult:
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    codes = model.codes
+    q = model.initial_queries().to(device)
+    at_pair = codes.rows(list(pair)).to(device)  # (2 positions, m)
+    if config.n is None:
+
+        def views():
+            return codes.views(device=device)
+
+        stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
+        grad = _stream.population_gradient(views, q, pair, stats, c0, c1)
+    else:
+        dense = codes.dense(device=device)
+        dense_view = BlockView(0, d, model.m, model.m, 1.0, rows=dense)
+
+        def views():
+            return [dense_view]
+
+        stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
+        x, y = sample_xor(config.n, d, pair, seed=config.data_seed, device=device)
+        grad = _empirical_score_gradient(q @ dense.T, x, y, model.heads, "softmax") @ dense
+    direction = -(d**2 / c1) * grad
+    kappa = _choose_sharpness(config, views, q, direction, stats, at_pair)
+    if not math.isfinite(kappa):
+        raise ValueError("the certified step does not exist: a head's direction has a tie at its top (no gap)")
+    after = _stream.after_step(
+        views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
+        direction @ at_pair.T, d,
+    )  # fmt: skip
+    q_after = q + kappa * direction
+    tied = bool(torch.equal(q_after[0], q_after[1]))
+    certificate = _certify_summary(
+        after.log_weight_u[0],
+        after.log_weight_v[0],
+        after.log_rest[0],
+        after.log_error[0],
+        torch.tensor(tied),
+        model.heads,
+    )
+    off_pair = _stream.off_pair_sums(views, q_after, pair, after.lse[0])
+    parts = _stream.pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.heads)
+    mean_after = _deviation_loss(parts, off_pair, c1)
+    keep = d <= KEEP_WEIGHTS
+    return OneStepResult(
+        config=config,
+        kappa=kappa,
+        lr=kappa * d**2 / c1,
+        queries_before=q,
+        queries_after=q_after,
+        pair_weights=torch.stack([after.log_weight_u[0], after.log_weight_v[0]], dim=-1).exp(),
+        rest_mass=after.log_rest[0].exp(),
+        found=tuple(int(i) for i in after.top_index[0, :, 0]),
+        worst_case=certificate,
+        mean_loss_before=float(_stream.population_loss(stats, c0, c1)),
+        mean_loss_after=float(mean_after),
+        weights_before=torch.softmax(codes.scores(q), -1) if keep else None,
+        weights_after=torch.softmax(codes.scores(q_after), -1) if keep else None,
+    )
+
+
+def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair) -> float:
+    """The sharpness of the configured rule; ``inf`` if the certified rule finds no gap."""
+    model, d, epsilon = config.model, config.model.d, config.epsilon
+    if not isinstance(config.step, str):
+        return float(config.step)
+    if config.step == "lattice":
+        return lattice_sharpness(d, model.codes.margin_step, epsilon)
+    values, index = _stream.top_scores(views, direction, 3)
+    if model.heads == "split":
+        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon)
+    # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
+    believed = tuple(sorted(int(i) for i in index[0, :2]))
+    gap = float(values[0, 1] - values[0, 2])
+    if gap <= 0:
+        return math.inf
+    guess = math.log((d - 2) / (2 * tied_rest_target(epsilon))) / gap
+    if d > SCAN_UP_TO:
+        return guess
+    kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
+    rows = model.codes.rows(list(believed)).to(q.device)
+    after = _stream.after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d)
+    tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
+    own = _certify_summary(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, "tied").upper
+    meets = torch.nonzero(own <= epsilon)
+    return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)])
