@@ -44,7 +44,7 @@ from .runtime import threads
 from .task import random_pair, sample_xor
 from .theory import lattice_sharpness, split_step_from_gaps, tied_rest_target
 
-__all__ = ["OneStepConfig", "OneStepResult", "one_step", "run_one_step"]
+__all__ = ["OneStepConfig", "OneStepResult", "WorstCaseCurve", "one_step", "run_one_step", "worst_case_curve"]
 
 STEP_RULES = ("certified", "lattice")
 #: Weights of both heads are kept in the result up to this many positions.
@@ -115,6 +115,7 @@ class OneStepResult:
     """What one step did: the step, the attention of both heads, and the certified worst case over all inputs."""
 
     config: OneStepConfig
+    rule: str  # the rule that chose the step: "certified", "lattice", "fixed" or the certified rule's fallback
     kappa: float
     lr: float
     queries_before: torch.Tensor
@@ -192,12 +193,24 @@ def run_one_step(config: OneStepConfig) -> OneStepResult:
         return _run(config)
 
 
-def _run(config: OneStepConfig) -> OneStepResult:
+@dataclass(frozen=True)
+class _Gradient:
+    """The learner's state after computing its gradient: the passes over the codes, the start, the direction."""
+
+    views: object  # () -> iterable of BlockView
+    queries: torch.Tensor  # (2, m) at the start
+    direction: torch.Tensor  # (2, m): the step is q + kappa * direction
+    stats: _stream.HeadStats
+    at_pair: torch.Tensor  # (2 positions, m): the codes of the hidden pair
+
+
+def _gradient(config: OneStepConfig) -> _Gradient:
+    """The start and the (population or empirical) gradient direction of ``config``."""
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
     codes = model.codes
     q = model.initial_queries().to(device)
-    at_pair = codes.rows(list(pair)).to(device)  # (2 positions, m)
+    at_pair = codes.rows(list(pair)).to(device)
     if config.n is None:
 
         def views():
@@ -215,10 +228,19 @@ def _run(config: OneStepConfig) -> OneStepResult:
         stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
         x, y = sample_xor(config.n, d, pair, seed=config.data_seed, device=device)
         grad = _empirical_score_gradient(q @ dense.T, x, y, model.heads, "softmax") @ dense
-    direction = -(d**2 / c1) * grad
+    return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
+
+
+def _run(config: OneStepConfig) -> OneStepResult:
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    codes = model.codes
+    state = _gradient(config)
+    views, q, direction, stats, at_pair = state.views, state.queries, state.direction, state.stats, state.at_pair
     kappa = _choose_sharpness(config, views, q, direction, stats, at_pair)
-    if not math.isfinite(kappa):
-        raise ValueError("the certified step does not exist: a head's direction has a tie at its top (no gap)")
+    rule = config.step if isinstance(config.step, str) else "fixed"
+    if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
+        kappa, rule = lattice_sharpness(d, model.codes.margin_step, config.epsilon), "certified (no gap: lattice step)"
     after = _stream.after_step(
         views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
         direction @ at_pair.T, d,
@@ -239,6 +261,7 @@ def _run(config: OneStepConfig) -> OneStepResult:
     keep = d <= KEEP_WEIGHTS
     return OneStepResult(
         config=config,
+        rule=rule,
         kappa=kappa,
         lr=kappa * d**2 / c1,
         queries_before=q,
@@ -279,3 +302,40 @@ def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair
     own = _certify_summary(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, "tied").upper
     meets = torch.nonzero(own <= epsilon)
     return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)])
+
+
+@dataclass(frozen=True)
+class WorstCaseCurve:
+    r"""The certified worst case after one step of each sharpness :math:`\kappa` (one gradient, many step sizes)."""
+
+    kappas: torch.Tensor  # (K,)
+    worst_case: WorstCase  # fields of shape (K,)
+    found: torch.Tensor  # (K, 2): the position each head attends to most
+    pair: tuple[int, int]
+
+    @property
+    def split(self) -> torch.Tensor:
+        """Whether the heads attend most to the two different hidden bits, per step size."""
+        return torch.tensor([tuple(sorted(row.tolist())) == self.pair for row in self.found])
+
+
+def worst_case_curve(config: OneStepConfig, kappas: torch.Tensor | list[float]) -> WorstCaseCurve:
+    """The certified worst case for every sharpness in ``kappas``, from one gradient: one pass over the positions."""
+    if not isinstance(config, OneStepConfig):
+        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
+    kappas = torch.as_tensor(kappas, dtype=torch.float64)
+    if kappas.ndim != 1 or kappas.numel() == 0 or not bool(torch.isfinite(kappas).all()) or bool((kappas <= 0).any()):
+        raise ValueError("kappas must be a non-empty 1-d list of positive finite sharpnesses")
+    with threads(1):
+        state = _gradient(config)
+        pair, model = config.pair, config.model
+        scores_at_pair = state.queries @ state.at_pair.T
+        after = _stream.after_step(
+            state.views, state.queries, state.direction, kappas.to(state.queries.device), pair, scores_at_pair,
+            state.direction @ state.at_pair.T, model.d,
+        )  # fmt: skip
+        tied = torch.tensor(bool(torch.equal(state.direction[0], state.direction[1])) and model.start == "zero")
+        certificate = _certify_summary(
+            after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model.heads
+        )
+    return WorstCaseCurve(kappas=kappas, worst_case=certificate, found=after.top_index[..., 0], pair=pair)

@@ -1,0 +1,171 @@
+"""One step across d, for both models: success, worst case, step sizes, and the step-size curves.
+
+Every draw is reported on seeds from ``first_seed`` on (1000 by default): held
+out, in the sense that no constant of any step rule was ever chosen on them (the
+rules have no tuned constants; the default start scale is the conventional
+:math:`\\sigma = 1`). ``python -m xorlib.experiments.one_step --full`` runs the full grid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._checks import check_float, check_int
+from ..model import HEADS, ModelConfig
+from ..one_step import OneStepConfig, one_step, worst_case_curve
+from ..runtime import progress
+from ..task import random_pair
+from ._runner import experiment
+
+__all__ = ["AcrossD", "DrawSummary", "StepCurves", "one_step_across_d", "step_size_curves"]
+
+BOOK_GRID = {16: 20, 64: 20, 256: 20, 1024: 20, 4096: 10, 16_384: 10, 100_000: 4, 1_000_000: 2}
+FULL_GRID = {16: 100, 64: 100, 256: 100, 1024: 100, 4096: 50, 16_384: 50, 100_000: 20, 1_000_000: 10, 10_000_000: 2}
+
+
+@dataclass(frozen=True)
+class DrawSummary:
+    """One model, one rule, one ``d``: what the draws did."""
+
+    d: int
+    heads: str
+    rule: str
+    m: int
+    parameters: int
+    draws: int
+    successes: int  # certified worst case <= epsilon
+    splits: int  # heads on different hidden bits (the split model's aim)
+    worst_median: float
+    worst_max: float
+    kappa_median: float
+
+
+@dataclass(frozen=True)
+class AcrossD:
+    """Rows of :class:`DrawSummary`, one per ``(d, model, rule)``."""
+
+    rows: tuple[DrawSummary, ...]
+    epsilon: float
+    first_seed: int
+
+
+def _summary(d: int, heads: str, rule: str, draws: int, first_seed: int, epsilon: float) -> DrawSummary:
+    results = [one_step(d, heads, seed=first_seed + k, step=rule, epsilon=epsilon) for k in range(draws)]
+    worst = [float(r.worst_case.upper) for r in results]
+    return DrawSummary(
+        d=d,
+        heads=heads,
+        rule=rule,
+        m=results[0].config.model.m,
+        parameters=results[0].parameters,
+        draws=draws,
+        successes=sum(r.success for r in results),
+        splits=sum(r.split for r in results),
+        worst_median=statistics.median(worst),
+        worst_max=max(worst),
+        kappa_median=statistics.median(r.kappa for r in results),
+    )
+
+
+@experiment
+def one_step_across_d(
+    grid: tuple[tuple[int, int], ...] = tuple(BOOK_GRID.items()),
+    *,
+    epsilon: float = 1e-6,
+    first_seed: int = 1000,
+) -> AcrossD:
+    r"""For each ``(d, draws)`` of ``grid``: the tied model with the lattice and the certified rule, the split model with its certified rule.
+
+    Each draw is one seed (codes, pair, start): the population step, then the
+    certified worst case over all :math:`2^d` inputs.
+    """
+    epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
+    first_seed = check_int("first_seed", first_seed, minimum=0)
+    cases = [
+        (d, heads, rule)
+        for d, _ in grid
+        for heads, rule in (("tied", "lattice"), ("tied", "certified"), ("split", "certified"))
+    ]
+    draws = dict(grid)
+    rows = tuple(
+        _summary(
+            check_int("d", d, minimum=4), heads, rule, check_int("draws", draws[d], minimum=1), first_seed, epsilon
+        )
+        for d, heads, rule in progress(cases, "one step across d")
+    )
+    return AcrossD(rows=rows, epsilon=epsilon, first_seed=first_seed)
+
+
+@dataclass(frozen=True)
+class StepCurves:
+    r"""Certified worst case against the sharpness :math:`\kappa`, per model and sample size, over draws."""
+
+    d: int
+    kappas: tuple[float, ...]
+    labels: tuple[str, ...]  # "tied, population", "split, n = 10,000", ...
+    worst: tuple[tuple[tuple[float, ...], ...], ...]  # [label][draw][kappa]
+    first_seed: int
+
+    def median(self, label: str) -> tuple[float, ...]:
+        """The median worst case over the draws, per sharpness."""
+        rows = self.worst[self.labels.index(label)]
+        return tuple(statistics.median(column) for column in zip(*rows, strict=True))
+
+    def success_fraction(self, label: str, epsilon: float) -> tuple[float, ...]:
+        """The fraction of draws whose certified worst case is at most ``epsilon``, per sharpness."""
+        rows = self.worst[self.labels.index(label)]
+        return tuple(sum(w <= epsilon for w in column) / len(rows) for column in zip(*rows, strict=True))
+
+
+@experiment
+def step_size_curves(
+    d: int = 32,
+    sample_sizes: tuple[int, ...] = (0, 100_000),
+    kappas: tuple[float, ...] = tuple(float(10 ** (k / 8)) for k in range(0, 49)),
+    *,
+    draws: int = 10,
+    first_seed: int = 1000,
+) -> StepCurves:
+    r"""For both models and each sample size (0: the population gradient), the worst case after one step of each sharpness.
+
+    One gradient per draw; all step sizes in one pass (:func:`xorlib.one_step.worst_case_curve`).
+    """
+    d = check_int("d", d, minimum=4)
+    draws = check_int("draws", draws, minimum=1)
+    labels, worst = [], []
+    for heads in HEADS:
+        for n in sample_sizes:
+            n = check_int("sample size", n, minimum=0)
+            rows = []
+            for seed in progress(range(first_seed, first_seed + draws), f"{heads}, n = {n}"):
+                model = ModelConfig(d, heads, code_seed=seed, init_seed=seed)
+                config = OneStepConfig(model, random_pair(d, seed=seed), n=n or None, data_seed=seed)
+                rows.append(tuple(float(w) for w in worst_case_curve(config, list(kappas)).worst_case.upper))
+            labels.append(f"{heads}, " + ("population" if n == 0 else f"n = {n:,}"))
+            worst.append(tuple(rows))
+    return StepCurves(d, tuple(kappas), tuple(labels), tuple(worst), first_seed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m xorlib.experiments.one_step [--full]``: print the table (the full grid into the cache)."""
+    parser = argparse.ArgumentParser(description="One step across d, both models.")
+    parser.add_argument("--full", action="store_true", help="the full grid (minutes) instead of the book's")
+    args = parser.parse_args(argv)
+    result = one_step_across_d(tuple((FULL_GRID if args.full else BOOK_GRID).items()))
+    print(f"{'d':>10} {'model':>6} {'rule':>9} {'m':>4} {'success':>9} {'split':>7} {'median worst':>13} {'kappa':>8}")
+    for row in result.rows:
+        print(
+            f"{row.d:>10,} {row.heads:>6} {row.rule:>9} {row.m:>4} {row.successes:>4}/{row.draws:<4} "
+            f"{row.splits:>3}/{row.draws:<3} {row.worst_median:>13.2e} {row.kappa_median:>8.1f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":  # run the package's module, so results carry the package's types
+    from xorlib.experiments.one_step import main as package_main
+
+    sys.exit(package_main())

@@ -1,0 +1,67 @@
+"""Figures of attention weights: bars for one model, heat maps for several."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: Okabe–Ito colours (colour-blind safe): head 1, head 2, the hidden positions.
+HEAD_COLOURS = ("#0072B2", "#D55E00")
+PAIR_COLOUR = "#009E73"
+
+__all__ = ["plot_attention", "plot_attention_maps"]
+
+
+def _as_array(weights: torch.Tensor) -> np.ndarray:
+    return weights.detach().double().cpu().numpy()
+
+
+def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | None = None, title: str = "") -> Axes:
+    """Both heads' attention over the positions (``weights`` of shape ``(2, d)``), hidden positions shaded.
+
+    The y axis is fixed to [0, 1] so that plots side by side compare directly; the
+    two heads are drawn as slightly offset bars.
+    """
+    w = _as_array(weights)
+    d = w.shape[1]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 2.6), layout="constrained")
+    positions = np.arange(d)
+    for k in pair:
+        ax.axvspan(k - 0.5, k + 0.5, color=PAIR_COLOUR, alpha=0.25, lw=0)
+    width = 0.45
+    for head, colour in enumerate(HEAD_COLOURS):
+        ax.bar(positions + (head - 0.5) * width, np.clip(w[head], 0, 1), width=width, color=colour, label=f"head {head + 1}")
+    ax.set(xlim=(-0.75, d - 0.25), ylim=(0, 1.02), xlabel="position $k$", ylabel=r"weight $\alpha_{h,k}$")
+    ax.set_title(title)
+    ax.legend(loc="upper right", frameon=False, ncols=2)
+    return ax
+
+
+def plot_attention_maps(
+    rows: Sequence[tuple[str, torch.Tensor, tuple[int, int]]], *, floor: float = 1e-12, fig: Figure | None = None
+) -> Figure:
+    r"""Heat maps of :math:`\log_{10}` attention, one panel per ``(label, weights (2, d), pair)``, hidden positions marked.
+
+    The colour scale is shared and clamped to ``[floor, 1]``, so a head that
+    sits on one position reads as one bright cell in a dark row.
+    """
+    fig = fig or plt.figure(figsize=(6.8, 1.15 * len(rows) + 0.6), layout="constrained")
+    axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
+    image = None
+    for ax, (label, weights, pair) in zip(axes, rows, strict=True):
+        w = np.log10(np.clip(_as_array(weights), floor, 1.0))
+        image = ax.imshow(w, aspect="auto", cmap="viridis", vmin=np.log10(floor), vmax=0, interpolation="nearest")
+        ax.set_yticks([0, 1], ["head 1", "head 2"])
+        ax.set_xticks(sorted(pair), [str(k) for k in sorted(pair)])
+        ax.set_xlabel("position (ticks: the hidden pair)", fontsize=9)
+        for k in pair:
+            ax.axvline(k, color="white", lw=0.6, ls=":")
+        ax.set_title(label, loc="left")
+    fig.colorbar(image, ax=list(axes), label=r"$\log_{10}\alpha_{h,k}$", shrink=0.9)
+    return fig
