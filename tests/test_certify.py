@@ -17,13 +17,21 @@ mpmath.mp.dps = 60
 
 def _brute_force(weights: list[list[mpmath.mpf]], pair: tuple[int, int], heads: str) -> mpmath.mpf:
     """The maximum loss over all inputs, in 60-digit arithmetic."""
+    return _brute_force_both(weights, pair, heads)[0]
+
+
+def _brute_force_both(weights, pair, heads):
+    """The maximum loss and the minimum margin y f over all inputs, in 60-digit arithmetic."""
     d, (u, v) = len(weights[0]), pair
     c0, c1 = (1, 2) if heads == "tied" else (0, 1)
-    best = mpmath.mpf(0)
+    best, margin = mpmath.mpf(0), mpmath.mpf(10)
     for bits in itertools.product((1, -1), repeat=d):
         z = [mpmath.fsum(w * b for w, b in zip(row, bits, strict=True)) for row in weights]
-        best = max(best, (c0 - c1 * z[0] * z[1] + bits[u] * bits[v]) ** 2 / 2)
-    return best
+        y = -bits[u] * bits[v]
+        f = c0 - c1 * z[0] * z[1]
+        best = max(best, (f - y) ** 2 / 2)
+        margin = min(margin, y * f)
+    return best, margin
 
 
 def _softmax(row: list[float]) -> list[mpmath.mpf]:
@@ -62,9 +70,12 @@ def _cases(count: int, seed: int):
 def test_certificate_from_scores_is_sound_and_exact_where_flagged() -> None:
     checked = exact = 0
     for scores, pair, heads in _cases(240, seed=1):
-        truth = _brute_force([_softmax(row.tolist()) for row in scores], pair, heads)
+        truth, margin = _brute_force_both([_softmax(row.tolist()) for row in scores], pair, heads)
         certificate = certify_scores(scores, pair, heads=heads)
         assert mpmath.mpf(float(certificate.lower)) <= truth <= mpmath.mpf(float(certificate.upper))
+        assert mpmath.mpf(float(certificate.margin)) <= margin  # the sign certificate is sound too
+        if bool(certificate.exact) and heads == "tied":
+            assert abs(mpmath.mpf(float(certificate.margin)) - margin) < 1e-9
         if bool(certificate.exact):
             exact += 1
             assert abs(mpmath.mpf(float(certificate.upper)) - truth) <= 1e-8 * truth
@@ -81,9 +92,10 @@ def test_certificate_from_arbitrary_weights_is_sound_even_for_adversarial_weight
         if trial % 4 == 0:
             weights[1] = weights[0]
         exact_weights = [[mpmath.mpf(float(w)) for w in row] for row in weights]
-        truth = _brute_force(exact_weights, pair, heads)
+        truth, margin = _brute_force_both(exact_weights, pair, heads)
         certificate = worst_case_loss(weights, pair, heads=heads)
         assert mpmath.mpf(float(certificate.lower)) <= truth <= mpmath.mpf(float(certificate.upper))
+        assert mpmath.mpf(float(certificate.margin)) <= margin
 
 
 def test_float32_weights_are_never_flagged_exact_and_stay_sound() -> None:

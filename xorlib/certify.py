@@ -52,6 +52,12 @@ class WorstCase:
     lower: torch.Tensor
     upper: torch.Tensor
     exact: torch.Tensor
+    margin: torch.Tensor  # a lower bound on min_x y f(x): every input is classified correctly where it is > 0
+
+    @property
+    def all_signs_correct(self) -> torch.Tensor:
+        """Certified: the sign of the prediction is the label on every input."""
+        return self.margin > 0
 
     @property
     def value(self) -> torch.Tensor:
@@ -59,9 +65,9 @@ class WorstCase:
         return self.upper
 
 
-def _finish(lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool) -> WorstCase:
+def _finish(lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool, margin: torch.Tensor) -> WorstCase:
     exact = (upper - lower <= 1e-9 * upper.abs()) & torch.as_tensor(exact_allowed)
-    return WorstCase(lower=lower, upper=upper, exact=exact)
+    return WorstCase(lower=lower, upper=upper, exact=exact, margin=margin)
 
 
 def _box_loss(
@@ -102,7 +108,16 @@ def _box_loss(
     lower = (
         0.5 * ((base.unsqueeze(-1) - mult.unsqueeze(-1) * attained).abs().amax(-1) - lower_slack).clamp(min=0.0) ** 2
     )
-    return upper, lower
+    # The margin y f = 1 + y (f - y) is linear in Q: its minimum over the box is at an end.
+    y = labels_of(base, mult)
+    margin = 1 + torch.minimum(y * (base - mult * q_low), y * (base - mult * q_high)) - lower_slack - 4 * _EPS
+    return upper, lower, margin
+
+
+def labels_of(base: torch.Tensor, mult: torch.Tensor) -> torch.Tensor:
+    """The labels of the four cases (last axis), broadcast like ``base``: rows of :data:`_BITS` in order."""
+    labels = -_BITS[:, 0] * _BITS[:, 1]
+    return labels.to(base.device).expand_as(base)
 
 
 def certify_scores(scores: torch.Tensor, pair: tuple[int, int], *, heads: str = "split") -> WorstCase:
@@ -155,8 +170,8 @@ def _certify_summary(
     relative = torch.expm1(log_error)  # (..., 2)
     spread = (relative * 2 * (rest + a_other)).unsqueeze(-2).expand_as(centre)
     radius = rest.unsqueeze(-2).expand_as(centre)
-    upper, lower = _box_loss(centre, radius, base, c1 * product_of_targets, x_t, spread)
-    upper, lower = upper.amax(-1), lower.amax(-1)
+    upper, lower, margin = _box_loss(centre, radius, base, c1 * product_of_targets, x_t, spread)
+    upper, lower, margin = upper.amax(-1), lower.amax(-1), margin.amin(-1)
     if heads == "tied":  # exact one-dimensional extremes for tied xor heads with S <= 1/2
         S, gap = rest[..., 0], (a_u[..., 0] - a_v[..., 0]).abs()
         exact_value = torch.maximum(32 * S**2 * (1 - S) ** 2, 2 * (gap + S) ** 4)
@@ -164,7 +179,10 @@ def _certify_summary(
         slack = 1e-12 + 8 * relative[..., 0]  # the loss is a polynomial of degree 4 in S and the gap
         upper = torch.where(use, exact_value * (1 + slack), upper)
         lower = torch.where(use, exact_value * (1 - slack), lower)
-    return _finish(lower, upper, True)
+        # y f = 2 z^2 - 1 (bits agree, |z| >= 1 - 2S) or 1 - 2 z^2 (bits differ, |z| <= gap + S)
+        exact_margin = torch.minimum(2 * (1 - 2 * S) ** 2 - 1, 1 - 2 * (gap + S) ** 2) - (1e-12 + 16 * relative[..., 0])
+        margin = torch.where(use, exact_margin, margin)
+    return _finish(lower, upper, True, margin)
 
 
 def worst_case_loss(weights: torch.Tensor, pair: tuple[int, int], *, heads: str = "split") -> WorstCase:
@@ -202,6 +220,7 @@ def worst_case_loss(weights: torch.Tensor, pair: tuple[int, int], *, heads: str 
     residual = (c0 - labels).unsqueeze(-1) - c1 * corners
     slack = 8 * _EPS * ((c0 - labels).abs() + c1 * corners.abs().amax(-1)) + 1e-300
     upper = (0.5 * (residual.abs().amax(-1) + slack) ** 2).amax(-1)
+    margin = (1 + (labels.unsqueeze(-1) * residual).amin(-1) - slack - 4 * _EPS).amin(-1)  # y f = 1 + y (f - y)
     # Attained: the other bits all +1 or all -1 (exact for those inputs, up to the slack).
     plain = others.sum(-1).unsqueeze(-2)  # sum of the other weights, all bits +1
     attained = torch.stack(
@@ -223,4 +242,4 @@ def worst_case_loss(weights: torch.Tensor, pair: tuple[int, int], *, heads: str 
     upper = torch.where(tied_ok, tied_loss(rest) * (1 + 64 * unit) + 1e-300, upper)
     lower = torch.where(tied_ok, tied_loss(others.abs().sum(-1)) * (1 - 64 * unit), lower_attained)
     exact_allowed = weights.dtype == torch.float64
-    return _finish(lower, upper, exact_allowed)
+    return _finish(lower, upper, exact_allowed, margin)

@@ -196,27 +196,31 @@ def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], st
     return math.acos(max(-1.0, min(1.0, r))) / math.pi
 
 
-def split_sample_bound(d: int, gram_norm: float, gap: float, delta: float) -> float:
-    r"""The sample size of Theorem F (chapter 6): enough samples for the empirical split step.
+def split_sample_bound(d: int, gram_norm: float, gap: float, delta: float, theta: float = 0.65) -> float:
+    r"""The sample size of Theorem F (chapter 6): enough samples for the empirical split step to keep the heads' targets.
 
-    If every population gap of the two heads' directions is at least
-    :math:`\Gamma/d^2` (``gap`` is :math:`\Gamma`), then with probability
-    :math:`1 - \delta` over :math:`n` samples every one of the :math:`2(d-1)` gap
-    functionals of the empirical direction is within :math:`\Gamma/(2d^2)` of its
-    mean, provided
+    If both heads' population directions have their largest entries at the two
+    hidden bits with gaps at least :math:`\Gamma/d^2` (``gap`` is :math:`\Gamma`), and the
+    start's weights are within a factor :math:`1 + \theta` of uniform, then with
+    probability :math:`1 - \delta` over :math:`n` samples every one of the :math:`2(d-1)` gap
+    functionals of the empirical direction is within :math:`\Gamma/(2d^2)` of its mean,
+    provided
 
-    .. math:: n \ge \Bigl(\frac{384\,(1+\theta)^4\,\lambda\, d}{\Gamma^2} + \frac{32\, d^2}{3\,\Gamma}\Bigr)\ln\frac{4(d-1)}{\delta},
+    .. math:: n \ge \Bigl(\frac{384\,(1+\theta)^3\,\lambda\, d}{\Gamma^2} + \frac{64\, d^2}{3\,\Gamma}\Bigr)\ln\frac{4(d-1)}{\delta},
 
-    with :math:`\lambda = \|P^\top P\|` (``gram_norm``) and :math:`\theta = 1/2` (the start's
-    weights within a factor :math:`1\pm\theta` of uniform). Bernstein's inequality
-    for each functional: per-sample range 8, variance :math:`48(1+\theta)^4\lambda/d^3`.
+    with :math:`\lambda = \|P^\top P\|` (``gram_norm``): Bernstein's inequality for each
+    functional, whose per-sample value lies in :math:`[-8, 8]` and has variance at most
+    :math:`48(1+\theta)^3\lambda/d^3`, and a union bound. The default :math:`\theta = e^{1/2} - 1`
+    covers every start with :math:`\|s\|_\infty \le \tfrac14`.
     """
     d = check_int("d", d, minimum=4)
     gram_norm = check_float("gram_norm", gram_norm, minimum=0.0, strict_minimum=True)
     gap = check_float("gap", gap, minimum=0.0, strict_minimum=True)
     delta = check_float("delta", delta, minimum=0.0, maximum=1.0, strict_minimum=True)
-    theta = 0.5
-    return (384 * (1 + theta) ** 4 * gram_norm * d / gap**2 + 32 * d**2 / (3 * gap)) * math.log(4 * (d - 1) / delta)
+    theta = check_float("theta", theta, minimum=0.0)
+    variance_term = 384 * (1 + theta) ** 3 * gram_norm * d / gap**2
+    range_term = 64 * d**2 / (3 * gap)
+    return (variance_term + range_term) * math.log(4 * (d - 1) / delta)
 
 
 # ----------------------------------------------------------------------------- reference lines

@@ -1,0 +1,42 @@
+"""Figures of the finite-sample experiments: success against samples, and the samples needed against d."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+
+from ..experiments.finite_samples import SuccessGrid
+
+__all__ = ["plot_sample_thresholds", "plot_success_curves"]
+
+#: Okabe–Ito colours, one per dimension.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
+def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst case", ax: Axes | None = None) -> Axes:
+    """The fraction of draws that succeed against :math:`n/d^2`, one line per ``d``."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
+    for grid, colour in zip(grids, PALETTE, strict=False):
+        ok = grid.successes(criterion)
+        fraction = ok.mean(axis=(0, 1))
+        ax.plot(np.asarray(grid.sample_sizes) / grid.d**2, fraction, "o-", ms=3, color=colour, label=f"d = {grid.d}")
+    ax.set(xscale="log", ylim=(-0.03, 1.03), xlabel=r"samples per $d^2$, $n/d^2$", ylabel="fraction of draws that succeed")
+    ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
+    ax.legend(frameon=False, fontsize=9, loc="upper left")
+    return ax
+
+
+def plot_sample_thresholds(rows: dict[str, tuple[Sequence[int], Sequence[float]]], *, ax: Axes | None = None) -> Axes:
+    """Sample sizes against ``d`` on log-log axes: ``rows`` maps a label to ``(ds, values)``; dashed lines for references."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
+    for (label, (ds, values)), colour in zip(rows.items(), PALETTE, strict=False):
+        reference = label.startswith("reference")
+        ax.plot(ds, values, "--" if reference else "o-", color=colour, ms=4, label=label.removeprefix("reference: "))
+    ax.set(xscale="log", yscale="log", xlabel="dimension $d$", ylabel="samples")
+    ax.legend(frameon=False, fontsize=8.5, loc="upper left")
+    return ax
