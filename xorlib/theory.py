@@ -19,6 +19,8 @@ __all__ = [
     "first_order_split_vector",
     "information_floor",
     "lattice_sharpness",
+    "rest_mass",
+    "rest_mass_bound",
     "split_direction_first_order",
     "split_probability_first_order",
     "split_rest_target",
@@ -26,9 +28,11 @@ __all__ = [
     "split_step_from_gaps",
     "sq_frontier",
     "tie_probability_bound",
+    "tied_margin",
     "tied_rest_target",
     "tied_sharpness",
     "tied_worst_case",
+    "typical_rest_mass",
 ]
 
 #: The constant of the second-order remainder of the split direction (Lemma S2 of chapter 3):
@@ -48,6 +52,48 @@ def tied_worst_case(rest: float, gap: float = 0.0) -> float:
     rest = check_float("rest", rest, minimum=0.0, maximum=0.5)
     gap = check_float("gap", gap, minimum=0.0, maximum=1.0)
     return max(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4)
+
+
+def tied_margin(codes: torch.Tensor, pair: tuple[int, int]) -> float:
+    r"""The tied margin :math:`\gamma = \min_{k\notin\{u,v\}}\langle p_u - p_k, p_u + p_v\rangle` of dense codes ``(d, m)``; 0 for a tie."""
+    codes = check_tensor("codes", codes, ndim=2)
+    u, v = pair
+    g = codes @ (codes[u] + codes[v])
+    others = torch.ones(codes.shape[0], dtype=torch.bool)
+    others[[u, v]] = False
+    return float(g[u] - g[others].max())
+
+
+def rest_mass(scores: torch.Tensor, pair: tuple[int, int]) -> float:
+    r"""The softmax weight off the pair, :math:`E = e^{\operatorname{lse}(s_{k\notin\{u,v\}}) - \operatorname{lse}(s)}`, for scores ``(d,)`` (log domain: exact below :math:`10^{-300}`)."""
+    scores = check_tensor("scores", scores, ndim=1)
+    u, v = pair
+    rest = scores.double().clone()
+    rest[[u, v]] = -torch.inf
+    return float(torch.exp(torch.logsumexp(rest, 0) - torch.logsumexp(scores.double(), 0)))
+
+
+def rest_mass_bound(d: int, margin: float, kappa: float) -> float:
+    r"""The margin bound on the tied step's rest mass: :math:`E(\kappa) \le \min\bigl(1, \tfrac{d-2}2e^{-\kappa\gamma}\bigr)`."""
+    d = check_int("d", d, minimum=4)
+    margin = check_float("margin", margin)
+    kappa = check_float("kappa", kappa, minimum=0.0)
+    exponent = math.log((d - 2) / 2) - kappa * margin
+    return 1.0 if exponent >= 0 else math.exp(exponent)
+
+
+def typical_rest_mass(d: int, m: int, kappa: float, rho: float = 0.0) -> float:
+    r"""**Heuristic** typical rest mass of the tied step: :math:`R/(R + 2e^{\kappa(1+\rho)})` with :math:`R = (d-2)e^{\kappa^2/m}`.
+
+    Treats each score :math:`g_k` as :math:`\mathcal N(0, 2/m)` and the sum over positions
+    by its mean: a law of large numbers, valid while :math:`\kappa \lesssim \sqrt{m\ln d}`.
+    """
+    d = check_int("d", d, minimum=4)
+    m = check_int("m", m, minimum=1)
+    kappa = check_float("kappa", kappa, minimum=0.0)
+    rho = check_float("rho", rho, minimum=-1.0, maximum=1.0)
+    log_ratio = math.log((d - 2) / 2) + kappa**2 / m - kappa * (1 + rho)
+    return 1 / (1 + math.exp(-log_ratio)) if log_ratio > -700 else math.exp(log_ratio)
 
 
 def tied_rest_target(epsilon: float) -> float:

@@ -1,8 +1,8 @@
 """The book's experiments, one module per experiment.
 
-Each experiment is a function of its parameters that returns plain data
-(dicts of lists and arrays), runs vectorised over seeds where it can, shows a
-tqdm progress bar for long loops, and caches its result on disk
-(:mod:`xorlib.cache`). ``python -m xorlib.experiments --full`` reruns the full
-grids; the book and CI run the small grids.
+Each experiment is a function of its parameters (or of one frozen config
+dataclass) that computes a grid and returns a frozen result dataclass. One
+decorator, :func:`xorlib.experiments._runner.experiment`, applies the disk cache
+(:mod:`xorlib.cache`) and runs the computation on one torch thread; progress bars
+follow the package's one switch (:func:`xorlib.runtime.set_progress`).
 """

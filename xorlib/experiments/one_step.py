@@ -15,13 +15,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._checks import check_float, check_int
+from ..codes import Codes
 from ..model import HEADS, ModelConfig
 from ..one_step import OneStepConfig, one_step, worst_case_curve
+from ..population import population_score_gradient
 from ..runtime import progress
 from ..task import random_pair
+from ..theory import split_probability_first_order, tie_probability_bound, tied_margin
 from ._runner import experiment
 
-__all__ = ["AcrossD", "DrawSummary", "StepCurves", "one_step_across_d", "step_size_curves"]
+__all__ = [
+    "AcrossD",
+    "DrawSummary",
+    "SigmaSweep",
+    "SplitRates",
+    "StepCurves",
+    "TieFrequency",
+    "independent_start_split_rates",
+    "one_step_across_d",
+    "sigma_sweep",
+    "step_size_curves",
+    "tie_frequency",
+]
 
 BOOK_GRID = {16: 20, 64: 20, 256: 20, 1024: 20, 4096: 10, 16_384: 10, 100_000: 4, 1_000_000: 2}
 FULL_GRID = {16: 100, 64: 100, 256: 100, 1024: 100, 4096: 50, 16_384: 50, 100_000: 20, 1_000_000: 10, 10_000_000: 2}
@@ -148,6 +163,87 @@ def step_size_curves(
             labels.append(f"{heads}, " + ("population" if n == 0 else f"n = {n:,}"))
             worst.append(tuple(rows))
     return StepCurves(d, tuple(kappas), tuple(labels), tuple(worst), first_seed)
+
+
+@dataclass(frozen=True)
+class TieFrequency:
+    """How often balanced codes leave the hidden pair unseparated (a tied margin of exactly 0)."""
+
+    d: int
+    m: int
+    draws: int
+    ties: int
+    bound: float  # xorlib.theory.tie_probability_bound
+
+
+@experiment
+def tie_frequency(d: int, draws: int = 200, *, first_seed: int = 0) -> TieFrequency:
+    """The fraction of draws of codes and pair whose tied margin is zero, beside the bound of Lemma (ties are rare)."""
+    d = check_int("d", d, minimum=4)
+    draws = check_int("draws", draws, minimum=1)
+    ties = 0
+    for seed in range(first_seed, first_seed + draws):
+        ties += tied_margin(Codes(d, seed=seed).dense(), random_pair(d, seed=seed)) <= 1e-12
+    m = Codes(d).m
+    return TieFrequency(d, m, draws, ties, tie_probability_bound(d, m))
+
+
+@dataclass(frozen=True)
+class SplitRates:
+    """For independent starts: the measured split rate at two start scales and the first-order limit."""
+
+    d: int
+    starts: int
+    first_order: float  # xorlib.theory.split_probability_first_order
+    measured: tuple[tuple[float, float], ...]  # (sigma, fraction of starts whose one step splits the heads)
+
+
+@experiment
+def independent_start_split_rates(
+    d: int, sigmas: tuple[float, ...] = (0.05, 1.0), *, starts: int = 300, seed: int = 11
+) -> SplitRates:
+    """How often one population step splits the heads from an independent random start (codes and pair of ``seed``)."""
+    d = check_int("d", d, minimum=4)
+    codes = Codes(d, seed=seed).dense()
+    pair = random_pair(d, seed=seed)
+    measured = []
+    for sigma in sigmas:
+        splits = 0
+        for start in range(starts):
+            q = ModelConfig(d, "split", start="independent", sigma=sigma, init_seed=start).initial_queries()
+            direction = -(population_score_gradient(q, codes, pair, heads="split") @ codes) @ codes.T
+            splits += sorted(direction.argmax(1).tolist()) == list(pair)
+        measured.append((float(sigma), splits / starts))
+    return SplitRates(d, starts, split_probability_first_order(codes, pair, "independent"), tuple(measured))
+
+
+@dataclass(frozen=True)
+class SigmaSweep:
+    """The split model at several start scales: draws that split and succeed, and the median certified sharpness."""
+
+    d: int
+    draws: int
+    sigmas: tuple[float, ...]
+    successes: tuple[int, ...]
+    kappa_median: tuple[float, ...]
+
+
+@experiment
+def sigma_sweep(
+    d: int = 1024,
+    sigmas: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 2.0, 4.0, 8.0),
+    *,
+    draws: int = 10,
+    first_seed: int = 1000,
+) -> SigmaSweep:
+    """One population step of the split model at each start scale, on held-out draws."""
+    d = check_int("d", d, minimum=4)
+    successes, kappas = [], []
+    for sigma in progress(sigmas, "sigma sweep"):
+        results = [one_step(d, "split", seed=first_seed + k, sigma=sigma) for k in range(draws)]
+        successes.append(sum(r.split and r.success for r in results))
+        kappas.append(statistics.median(r.kappa for r in results))
+    return SigmaSweep(d, draws, tuple(sigmas), tuple(successes), tuple(kappas))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

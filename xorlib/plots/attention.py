@@ -36,17 +36,21 @@ def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | N
         ax.axvspan(k - 0.5, k + 0.5, color=PAIR_COLOUR, alpha=0.25, lw=0)
     width = 0.45
     for head, colour in enumerate(HEAD_COLOURS):
-        ax.bar(positions + (head - 0.5) * width, np.clip(w[head], 0, 1), width=width, color=colour, label=f"head {head + 1}")
+        ax.bar(
+            positions + (head - 0.5) * width,
+            np.clip(w[head], 0, 1),
+            width=width,
+            color=colour,
+            label=f"head {head + 1}",
+        )
     ax.set(xlim=(-0.75, d - 0.25), ylim=(0, 1.02), xlabel="position $k$", ylabel=r"weight $\alpha_{h,k}$")
     ax.set_title(title)
     ax.legend(loc="upper right", frameon=False, ncols=2)
     return ax
 
 
-def plot_attention_maps(
-    rows: Sequence[tuple[str, torch.Tensor, tuple[int, int]]], *, floor: float = 1e-12, fig: Figure | None = None
-) -> Figure:
-    r"""Heat maps of :math:`\log_{10}` attention, one panel per ``(label, weights (2, d), pair)``, hidden positions marked.
+def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Figure | None = None) -> Figure:
+    r"""Heat maps of :math:`\log_{10}` attention, one panel per ``(label, weights (2, d), pair[, tick labels])``, hidden positions marked.
 
     The colour scale is shared and clamped to ``[floor, 1]``, so a head that
     sits on one position reads as one bright cell in a dark row.
@@ -54,14 +58,28 @@ def plot_attention_maps(
     fig = fig or plt.figure(figsize=(6.8, 1.15 * len(rows) + 0.6), layout="constrained")
     axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
     image = None
-    for ax, (label, weights, pair) in zip(axes, rows, strict=True):
+    for ax, (label, weights, pair, *ticks) in zip(axes, rows, strict=True):
         w = np.log10(np.clip(_as_array(weights), floor, 1.0))
         image = ax.imshow(w, aspect="auto", cmap="viridis", vmin=np.log10(floor), vmax=0, interpolation="nearest")
         ax.set_yticks([0, 1], ["head 1", "head 2"])
-        ax.set_xticks(sorted(pair), [str(k) for k in sorted(pair)])
+        names = ticks[0] if ticks else [str(k) for k in sorted(pair)]
+        ax.set_xticks(sorted(pair), names)
         ax.set_xlabel("position (ticks: the hidden pair)", fontsize=9)
         for k in pair:
             ax.axvline(k, color="white", lw=0.6, ls=":")
         ax.set_title(label, loc="left")
     fig.colorbar(image, ax=list(axes), label=r"$\log_{10}\alpha_{h,k}$", shrink=0.9)
     return fig
+
+
+def attention_window(
+    weights: torch.Tensor, pair: tuple[int, int], half: int = 12
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """The weights ``(2, d)`` at the ``2 half + 1`` positions around each hidden bit (fewer if the windows overlap).
+
+    Returns the restricted weights and the hidden pair's positions inside the window,
+    so that :func:`plot_attention_maps` can show a model with millions of positions.
+    """
+    d = weights.shape[-1]
+    keep = sorted({k for centre in pair for k in range(centre - half, centre + half + 1) if 0 <= k < d})
+    return weights[:, keep], (keep.index(pair[0]), keep.index(pair[1]))
