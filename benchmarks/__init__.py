@@ -1,6 +1,21 @@
-"""Benchmarks of xorlib against its peers, each script runnable alone with ``--small`` (CI) or in full.
+"""The benchmark harness: xorlib's speed and memory against the floor, measured side by side (outside the package).
 
-The measuring code lives in :mod:`xorlib.benchmarking` (so the performance
-chapter can run the same functions); the scripts here are its command lines.
-``python -m benchmarks.run_all [--small]`` runs them all.
+Command lines (``make benchmarks`` and ``make benchmarks-small`` run the first)::
+
+    python -m benchmarks [--small] [--only codes step stream]   # the tables, each with the command that reproduces it
+    python -m benchmarks.measure --d 100000000 --heads split      # one streamed step: time and peak memory
+    python -m benchmarks.chapter_times                            # every chapter in a fresh kernel on one core
+
+The modules use each other only through these names, which are their interface:
+
+* :mod:`benchmarks.timing`: :func:`~benchmarks.timing.time_interleaved`, :class:`~benchmarks.timing.Timing`;
+* :mod:`benchmarks.workloads`: :func:`~benchmarks.workloads.floor`, :func:`~benchmarks.workloads.generate_codes`,
+  :func:`~benchmarks.workloads.score_pass`;
+* :mod:`benchmarks.measure`: :func:`~benchmarks.measure.measure_in_subprocess`,
+  :class:`~benchmarks.measure.Measurement`;
+* :mod:`benchmarks.suite`: the three benchmarks (:func:`~benchmarks.suite.codes_benchmark`,
+  :func:`~benchmarks.suite.step_benchmark`, :func:`~benchmarks.suite.stream_benchmark`), their results, and
+  :func:`~benchmarks.suite.as_text`.
+
+From xorlib they use only the public API (``xorlib.one_step``, ``xorlib.codes.Codes``).
 """

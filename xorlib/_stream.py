@@ -2,7 +2,8 @@ r"""Streamed passes over the positions: the population step and its certificate 
 
 Every quantity the one-step learner needs is either a sum over positions or a
 top-:math:`k` over positions, so it is accumulated block by block while the
-codes are regenerated from their seed (:meth:`xorlib.codes.Codes.views`). Softmax
+codes are regenerated from their seed (:meth:`xorlib.codes.Codes.views`), or kept
+for all the passes of a step when they fit in memory (:func:`code_views`). Softmax
 normalisers and moments are accumulated in the log domain: for head scores
 :math:`s_1, s_2`,
 
@@ -12,7 +13,9 @@ normalisers and moments are accumulated in the log domain: for head scores
     \|a\|^2 = e^{\operatorname{lse}(2s_1) - 2\operatorname{lse}(s_1)},\quad
     \textstyle\sum_k a_k^2b_k^2 = e^{\operatorname{lse}(2s_1+2s_2) - 2\operatorname{lse}(s_1) - 2\operatorname{lse}(s_2)},
 
-so one pass gives all of them. The formulas are those of :mod:`xorlib.population`.
+so one pass gives all of them, and one exponential per entry gives both
+:math:`\operatorname{lse}(x)` and :math:`\operatorname{lse}(2x)` (:func:`_log_sums`). The
+formulas are those of :mod:`xorlib.population`.
 This module trusts its callers (the public entry point is :func:`xorlib.one_step`).
 """
 
@@ -24,15 +27,75 @@ from dataclasses import dataclass
 
 import torch
 
-from .codes import BlockView
+from .codes import BlockView, Codes
 from .population import Moments, _loss, _mean_weight_gradient, _pair_terms, _weight_gradient_dense
 
-Views = Callable[[], Iterable[BlockView]]
+Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
+#: Codes whose blocks take at most this many bytes are generated once per step and kept for all its passes.
+KEEP_CODES_BYTES = 2**28
+#: Bytes per position that a kept block spends remembering its last two score rows of two heads.
+_MEMO_BYTES_PER_ROW = 2 * 2 * 8
 
 
-def _lse_update(running: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
-    """Fold a block's log-sum-exp along the last axis into the running value."""
-    return torch.logaddexp(running, torch.logsumexp(block, dim=-1))
+def code_views(codes: Codes, device: torch.device) -> Views:
+    """The passes' source of blocks: kept in memory if they fit :data:`KEEP_CODES_BYTES`, else regenerated per pass.
+
+    Either way every pass sees the same blocks (they depend only on the seed), so
+    the results do not depend on the choice; keeping them saves one generation per
+    pass, and where the budget also holds two rows of scores per head, a kept block
+    remembers the scores of the last two queries it was asked for (:class:`_Remembered`).
+    """
+    per_row = (codes.main + 7) // 8 if codes.packed else 8 * codes.m
+    if codes.d * per_row > KEEP_CODES_BYTES:
+        return lambda: codes.views(device=device)
+    kept = tuple(codes.views(device=device))
+    if codes.d * (per_row + _MEMO_BYTES_PER_ROW) <= KEEP_CODES_BYTES:
+        kept = tuple(_Remembered(view) for view in kept)
+    return lambda: kept
+
+
+class _Remembered:
+    """A kept block that remembers its scores for the last two queries: the passes of a step ask for the same ones.
+
+    The scores are those of :meth:`BlockView.scores`, returned as fresh copies, so
+    a caller may change them in place.
+    """
+
+    __slots__ = ("_memo", "start", "stop", "view")
+
+    def __init__(self, view: BlockView) -> None:
+        self.view, self.start, self.stop = view, view.start, view.stop
+        self._memo: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def scores(self, queries: torch.Tensor) -> torch.Tensor:
+        for asked, answer in self._memo:
+            if asked.dtype == queries.dtype and torch.equal(asked, queries):
+                return answer.clone()
+        answer = self.view.scores(queries)
+        self._memo = [(queries.clone(), answer), *self._memo[:1]]
+        return answer.clone()
+
+    def pull(self, weights: torch.Tensor) -> torch.Tensor:
+        return self.view.pull(weights)
+
+
+def scores(views: Views, queries: torch.Tensor) -> torch.Tensor:
+    """One pass: all the scores ``(heads, d)`` of queries ``(heads, m)`` (for moderate ``d``)."""
+    return torch.cat([view.scores(queries) for view in views()], dim=-1)
+
+
+def _log_sums(x: torch.Tensor, top: torch.Tensor | None = None) -> torch.Tensor:
+    r""":math:`\log\sum_k e^{x_k}` and :math:`\log\sum_k e^{2x_k}` along the last axis, ``(2, ...)``: one exponential each.
+
+    Both are shifted by the same maximum :math:`M` (``top``, if the caller has it):
+    :math:`e^{2(x_k - M)}` is the square of :math:`e^{x_k - M}`. A row of
+    :math:`-\infty` (masked) sums to :math:`-\infty`.
+    """
+    top = x.amax(-1) if top is None else top
+    top = torch.where(top > -torch.inf, top, torch.zeros_like(top))
+    e = torch.sub(x, top.unsqueeze(-1)).exp_()
+    squares = torch.linalg.vector_norm(e, dim=-1).square_()  # one pass, no temporary
+    return torch.stack([e.sum(-1).log() + top, squares.log_() + 2 * top])
 
 
 @dataclass(frozen=True)
@@ -47,16 +110,15 @@ class HeadStats:
 
 def head_stats(views: Views, queries: torch.Tensor, pair: tuple[int, int], pair_scores: torch.Tensor) -> HeadStats:
     """One pass: log-normalisers, score range and moments of the two heads (``pair_scores``: ``(2, 2)`` scores at u, v)."""
-    neg = torch.full((6,), -torch.inf, dtype=queries.dtype, device=queries.device)
+    lse = torch.full((6,), -torch.inf, dtype=queries.dtype, device=queries.device)
     smax = torch.full((2,), -torch.inf, dtype=queries.dtype, device=queries.device)
     smin = -smax
-    lse = neg
     for view in views():
         s = view.scores(queries)
-        stacked = torch.stack([s[0], s[1], 2 * s[0], 2 * s[1], s[0] + s[1], 2 * (s[0] + s[1])])
-        lse = _lse_update(lse, stacked)
+        # lse of s1, s2, s1 + s2, then of twice each
+        lse = torch.logaddexp(lse, _log_sums(torch.stack([s[0], s[1], s[0] + s[1]])).reshape(-1))
         smax, smin = torch.maximum(smax, s.amax(-1)), torch.minimum(smin, s.amin(-1))
-    l1, l2, l11, l22, l12, l1122 = lse
+    l1, l2, l12, l11, l22, l1122 = lse
     weights_on_pair = torch.exp(pair_scores - lse[:2].unsqueeze(1))  # (2 heads, 2 positions)
     moments = Moments(
         ab=torch.exp(l12 - l1 - l2), aa=torch.exp(l11 - 2 * l1), bb=torch.exp(l22 - 2 * l2),
@@ -105,10 +167,11 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
     best_index = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
     for view in views():
         s = view.scores(queries)
-        values = torch.cat([best_values, s], dim=1)
-        index = torch.cat([best_index, torch.arange(view.start, view.stop, device=s.device).expand(s.shape[0], -1)], 1)
-        top = torch.topk(values, min(k, values.shape[1]), dim=1)
-        best_values, best_index = top.values, torch.gather(index, 1, top.indices)
+        top = torch.topk(s, min(k, s.shape[1]), dim=1)  # the block's best, then merged with the best so far
+        values = torch.cat([best_values, top.values], dim=1)
+        index = torch.cat([best_index, top.indices + view.start], dim=1)
+        best = torch.topk(values, min(k, values.shape[1]), dim=1)
+        best_values, best_index = best.values, torch.gather(index, 1, best.indices)
     return best_values, best_index
 
 
@@ -123,6 +186,8 @@ class AfterStep:
     log_error: torch.Tensor  # bound on the absolute rounding error of each log-weight
     top_values: torch.Tensor  # (..., 2, 2) the two largest scores of each head
     top_index: torch.Tensor
+    off_pair: dict[str, torch.Tensor] | None = None  # with off_pair=True: see after_step
+    scores: torch.Tensor | None = None  # with keep_scores=True: the scores (2, d) after the first step size
 
 
 def after_step(
@@ -134,6 +199,10 @@ def after_step(
     pair_scores: torch.Tensor,
     pair_direction: torch.Tensor,
     d: int,
+    *,
+    top: bool = True,
+    off_pair: bool = False,
+    keep_scores: bool = False,
 ) -> AfterStep:
     r"""One pass: for every step :math:`\kappa` of ``kappas`` ``(K,)``, the scores :math:`s + \kappa t` summarised for the certificate.
 
@@ -141,56 +210,66 @@ def after_step(
     those of the queries :math:`q + \kappa\,\delta`. ``pair_scores`` and
     ``pair_direction`` are the ``(2, 2)`` values of :math:`s` and :math:`t` at
     :math:`(u, v)`. Work and memory per block are :math:`O(K\cdot\text{rows})`.
+    Options: ``top``, the two largest scores of each head (else ``top_values``
+    and ``top_index`` are empty); ``off_pair``, also :math:`\sum_{k\notin\{u,v\}}` of
+    :math:`a_k^2, b_k^2, a_kb_k, a_k^2b_k^2` after each step (keys ``XX, YY, XY, XXYY``,
+    each ``(K,)``), in the log domain; ``keep_scores``, the whole scores after the
+    first step size. Equal heads (the tied model) are computed once.
     """
     u, v = pair
     K = kappas.shape[0]
-    shape = (K, 2)
-    lse = torch.full(shape, -torch.inf, dtype=queries.dtype, device=queries.device)
-    rest = lse.clone()
-    biggest = torch.zeros(shape, dtype=queries.dtype, device=queries.device)
-    top_values = torch.full((K, 2, 0), 0.0, dtype=queries.dtype, device=queries.device)
-    top_index = torch.zeros((K, 2, 0), dtype=torch.long, device=queries.device)
+    H = 1 if torch.equal(queries[0], queries[1]) and torch.equal(direction[0], direction[1]) else 2
+    like = {"dtype": queries.dtype, "device": queries.device}
+    # lse and lse of twice: of each distinct head's scores off the pair, and (off_pair) of the two heads' sum
+    running = torch.full((2, K, H + off_pair), -torch.inf, **like)
+    biggest = torch.zeros((K, H), **like)
+    top_values = torch.full((K, H, 0), 0.0, **like)
+    top_index = torch.zeros((K, H, 0), dtype=torch.long, device=queries.device)
+    kept = []
     k = kappas.view(K, 1, 1)
+    size = max(1024, 2**17 // (K * H))  # sub-blocks of K x rows that stay in cache
     for view in views():
-        s, t = view.scores(queries), view.scores(direction)
-        for part in range(0, s.shape[1], 8192):  # sub-blocks keep K x rows small
-            after = s[:, part : part + 8192] + k * t[:, part : part + 8192]  # (K, 2, rows)
+        s, t = view.scores(queries)[:H], view.scores(direction)[:H]  # (all heads: remembered scores are found)
+        for part in range(0, s.shape[1], size):
+            after = torch.addcmul(s[:, part : part + size], k, t[:, part : part + size])  # (K, H, rows)
             start = view.start + part
-            lse = _lse_update(lse, after)
-            biggest = torch.maximum(biggest, after.abs().amax(-1))
-            masked = after.clone()
-            for position in (u, v):
-                if start <= position < start + after.shape[-1]:
-                    masked[..., position - start] = -torch.inf
-            rest = _lse_update(rest, masked)
-            positions = torch.arange(start, start + after.shape[-1], device=after.device).expand_as(after)
-            values = torch.cat([top_values, after], dim=-1)
-            index = torch.cat([top_index, positions], dim=-1)
-            top = torch.topk(values, min(2, values.shape[-1]), dim=-1)
-            top_values, top_index = top.values, torch.gather(index, -1, top.indices)
+            high = after.amax(-1)  # (separate amax and amin are several times faster than aminmax)
+            biggest = torch.maximum(biggest, torch.maximum(high, -after.amin(-1)))
+            if top:  # the part's best two, merged with the best so far
+                best = torch.topk(after, min(2, after.shape[-1]), dim=-1)
+                values = torch.cat([top_values, best.values], dim=-1)
+                index = torch.cat([top_index, best.indices + start], dim=-1)
+                best = torch.topk(values, min(2, values.shape[-1]), dim=-1)
+                top_values, top_index = best.values, torch.gather(index, -1, best.indices)
+            if keep_scores:
+                kept.append(after[0])
+            inside = [position - start for position in (u, v) if start <= position < start + after.shape[-1]]
+            if inside:
+                after = after.clone()
+                after[..., inside] = -torch.inf
+                high = after.amax(-1)
+            if off_pair:  # a third row: the sum of the two heads' scores, shifted by its own maximum
+                cross = after[:, :1] + after[:, H - 1 :]
+                after, high = torch.cat([after, cross], dim=1), torch.cat([high, cross.amax(-1)], dim=1)
+            running = torch.logaddexp(running, _log_sums(after, high))
+    heads = torch.tensor([0, H - 1], device=queries.device)  # distinct head of each head
+    rest = running[0, :, :H].index_select(1, heads)  # (K, 2): log of the unnormalised weight off {u, v}
     at_pair = pair_scores.unsqueeze(0) + k * pair_direction.unsqueeze(0)  # (K, 2 heads, 2 positions)
-    log_error = 16 * torch.finfo(queries.dtype).eps * (biggest + math.log(d) + 1)
+    lse = torch.logsumexp(torch.cat([rest.unsqueeze(-1), at_pair], dim=-1), dim=-1)
+    log_error = 16 * torch.finfo(queries.dtype).eps * (biggest.index_select(1, heads) + math.log(d) + 1)
+    sums = None
+    if off_pair:
+        l1, l2 = lse[:, 0], lse[:, 1]
+        logs = torch.stack(
+            [running[1, :, 0] - 2 * l1, running[1, :, H - 1] - 2 * l2, running[0, :, H] - l1 - l2,
+             running[1, :, H] - 2 * (l1 + l2)]
+        )  # fmt: skip
+        sums = dict(zip(("XX", "YY", "XY", "XXYY"), torch.exp(logs), strict=True))
     return AfterStep(
         lse=lse, log_weight_u=at_pair[..., 0] - lse, log_weight_v=at_pair[..., 1] - lse, log_rest=rest - lse,
-        log_error=log_error, top_values=top_values, top_index=top_index,
+        log_error=log_error, top_values=top_values.index_select(1, heads), top_index=top_index.index_select(1, heads),
+        off_pair=sums, scores=torch.cat(kept, dim=-1).index_select(0, heads) if keep_scores else None,
     )  # fmt: skip
-
-
-def off_pair_sums(
-    views: Views, queries: torch.Tensor, pair: tuple[int, int], lse: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    r"""One pass: :math:`\sum_{k\notin\{u,v\}}` of :math:`a_k^2, b_k^2, a_kb_k, a_k^2b_k^2` (keys ``XX, YY, XY, XXYY``), in the log domain."""
-    u, v = pair
-    running = torch.full((4,), -torch.inf, dtype=queries.dtype, device=queries.device)
-    for view in views():
-        s = view.scores(queries)
-        for position in (u, v):
-            if view.start <= position < view.stop:
-                s[:, position - view.start] = -torch.inf
-        running = _lse_update(running, torch.stack([2 * s[0], 2 * s[1], s[0] + s[1], 2 * (s[0] + s[1])]))
-    l1, l2 = lse
-    logs = running - torch.stack([2 * l1, 2 * l2, l1 + l2, 2 * (l1 + l2)])
-    return dict(zip(("XX", "YY", "XY", "XXYY"), torch.exp(logs), strict=True))
 
 
 def pair_deviations(

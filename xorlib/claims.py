@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from IPython.display import HTML
 
-__all__ = ["CLAIMS", "STATUSES", "Claim", "claims_table"]
+__all__ = ["claims_table"]
 
 STATUSES = ("proved", "proved (conditional)", "observed", "heuristic", "cited", "reconstructed")
 

@@ -44,7 +44,7 @@ import torch
 from . import _random
 from ._checks import check_choice, check_device, check_dtype, check_int, check_seed, check_size, check_tensor
 
-__all__ = ["BLOCK", "CODE_KINDS", "BlockView", "Codes", "default_code_dim"]
+__all__ = ["Codes", "default_code_dim"]
 
 CODE_KINDS = ("balanced", "iid", "gaussian", "onehot")
 #: Rows per generated block: the codes never depend on how a caller iterates over them.
@@ -178,13 +178,18 @@ class Codes:
 
     # --------------------------------------------------------------- generation
     def _packed_block(self, block: int) -> torch.Tensor:
-        """Packed sign bits of one block of bulk rows, ``(rows, ceil(main/8))`` uint8, CPU (bit 1 is -1)."""
+        """Packed sign bits of one block of bulk rows, ``(rows, ceil(main/8))`` uint8 on the CPU (bit 1 is -1).
+
+        Stored group by group (column-major), so that each group's bytes are contiguous for the look-ups.
+        """
         start, stop = self._block_range(block)
         rows, groups = stop - start, (self.main + 7) // 8
         gen = _random.generator(self.seed, "codes", self.kind, self.d, self.m, block)
         raw = _random.random_bytes(gen, rows * groups).view(rows, groups)
         if self.kind == "balanced":
             raw = _pair_rows(raw, rows, self.main, gen)
+        else:
+            raw = _columns(raw).t()
         if self.main % 8:
             raw[:, -1] &= (1 << (self.main % 8)) - 1  # unused bits contribute nothing to the products
         return raw
@@ -217,7 +222,7 @@ class Codes:
             eye = torch.zeros(stop - start, self.m, dtype=dtype, device=device)
             eye[torch.arange(stop - start), torch.arange(start, stop)] = 1.0
             return eye
-        signs = _random.bytes_to_signs(self._packed_block(block).to(device), self.main, dtype)
+        signs = _random.bytes_to_signs(self._packed_block(block).contiguous().to(device), self.main, dtype)
         if self.odd_balanced:
             signs = torch.cat([signs, signs.new_zeros(signs.shape[0], 1)], dim=1)
         return signs.mul_(1.0 / math.sqrt(self.nonzeros))
@@ -249,8 +254,17 @@ class Codes:
                 out[slot] = tail[k - self.bulk].to(dtype)
             else:
                 block = self._block_of(k)
-                out[slot] = self._dense_block(block, dtype, torch.device("cpu"))[k - self._block_range(block)[0]]
+                out[slot] = self._block_row(block, k - self._block_range(block)[0], dtype)
         return out
+
+    def _block_row(self, block: int, row: int, dtype: torch.dtype) -> torch.Tensor:
+        """Row ``row`` of a block, as in :meth:`_dense_block`, unpacking only that row of a packed block."""
+        if not self.packed:
+            return self._dense_block(block, dtype, torch.device("cpu"))[row]
+        signs = _random.bytes_to_signs(self._packed_block(block)[row], self.main, dtype)
+        if self.odd_balanced:
+            signs = torch.cat([signs, signs.new_zeros(1)])
+        return signs.mul_(1.0 / math.sqrt(self.nonzeros))
 
     # ---------------------------------------------------------------- products
     def views(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> Iterator[BlockView]:
@@ -311,20 +325,32 @@ class BlockView:
         """Scores ``(heads, rows)`` of queries ``(heads, m)`` on this block."""
         if self.rows is not None:
             return queries @ self.rows.T
-        tables, totals = _lookup_tables(queries[:, : self.main], self.scale)
-        groups = tables.shape[1]
-        index = self.packed.long() + 256 * torch.arange(groups, device=self.packed.device)
-        partial = tables.reshape(queries.shape[0], -1)[:, index].sum(-1)
-        return totals.unsqueeze(1) - 2 * partial
+        firsts = _first_copies(queries)  # equal queries (tied heads) are looked up once
+        distinct = sorted(set(firsts))
+        tables, totals = _lookup_tables(queries[distinct, : self.main], self.scale)
+        index = _byte_index(self.packed)  # (groups, rows)
+        partial = torch.empty(len(distinct), self.stop - self.start, dtype=queries.dtype, device=queries.device)
+        looked_up = torch.empty_like(partial[0])
+        for slot in range(len(distinct)):
+            torch.index_select(tables[slot, 0], 0, index[0], out=partial[slot])
+            for group in range(1, index.shape[0]):
+                partial[slot] += torch.index_select(tables[slot, group], 0, index[group], out=looked_up)
+        scores = partial.mul_(-2).add_(totals.unsqueeze(1))  # totals - 2 partial
+        return scores if len(distinct) == len(firsts) else scores[[distinct.index(first) for first in firsts]]
 
     def pull(self, weights: torch.Tensor) -> torch.Tensor:
         r""":math:`\sum_k w_k p_k` over this block, ``(heads, m)``, for weights ``(heads, rows)``."""
         if self.rows is not None:
             return weights @ self.rows
         heads, groups = weights.shape[0], self.packed.shape[1]
-        index = (self.packed.long() + 256 * torch.arange(groups, device=self.packed.device)).reshape(-1)
-        source = weights.unsqueeze(-1).expand(-1, -1, groups).reshape(heads, -1)
-        hist = weights.new_zeros(heads, groups * 256).index_add_(1, index, source)
+        index = _byte_index(self.packed)  # (groups, rows)
+        hist = weights.new_empty(heads, groups, 256)
+        for head, first in enumerate(_first_copies(weights)):
+            if first < head:
+                hist[head] = hist[first]
+                continue
+            for group in range(groups):
+                hist[head, group] = torch.bincount(index[group], weights=weights[head], minlength=256)
         bits = _random.BYTE_BITS.to(device=weights.device, dtype=weights.dtype)
         set_bits = (hist.view(heads, groups, 256) @ bits).reshape(heads, -1)[:, : self.main]
         main = self.scale * (weights.sum(-1, keepdim=True) - 2 * set_bits)
@@ -347,19 +373,51 @@ def _pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) ->
     a given pair of rows is then forced opposite on a whole group with probability
     at most :math:`\lceil m/8\rceil/(c-1) < 10^{-3}`.
     """
-    index = torch.arange(rows).unsqueeze(1)
     if rows >= PER_COORDINATE_BELOW:
         mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
-        partner = (mu.unsqueeze(0) - index) % rows
-        flip = (index > partner).to(torch.uint8) * 255
-        return torch.gather(raw, 0, torch.minimum(index, partner)) ^ flip
+        return _pair_columns(_columns(raw), mu).t()
     bits = _random.BYTE_BITS[raw.long()].reshape(rows, -1)[:, :main].to(torch.uint8)  # (rows, main) of 0/1
     mu = 2 * torch.randint(0, rows // 2, (main,), generator=gen) + 1
-    partner = (mu.unsqueeze(0) - index) % rows
+    index = torch.arange(rows).unsqueeze(1)
+    partner = (mu.unsqueeze(0) - index) % rows  # small blocks: one gather is faster than a loop over coordinates
     paired = torch.gather(bits, 0, torch.minimum(index, partner)) ^ (index > partner).to(torch.uint8)
     padded = torch.zeros(rows, raw.shape[1] * 8, dtype=torch.uint8)
     padded[:, :main] = paired
-    return (padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)
+    return _columns((padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)).t()
+
+
+def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    r"""Pair the bytes of each row of ``columns`` ``(groups, c)`` in place, by the involution of :func:`_pair_rows`.
+
+    Row :math:`k` becomes its partner's bits, flipped (``^ 255``), when
+    :math:`k > (\mu - k) \bmod c`. The involution reverses :math:`[0, \mu]` and
+    :math:`[\mu + 1, c)`, so each run keeps its first half and receives the flipped
+    mirror image of it in its second half: two slice copies per row, no index tensor.
+    """
+    rows = columns.shape[1]
+    for column, m in zip(columns, mu.tolist(), strict=True):
+        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        column[first : m + 1] = column[:first].flip(0) ^ 255
+        column[m + 1 + second :] = column[m + 1 : m + 1 + second].flip(0) ^ 255
+    return columns
+
+
+def _columns(matrix: torch.Tensor) -> torch.Tensor:
+    """The transpose of ``matrix`` ``(rows, cols)``, contiguous, copied column by column (faster than strided)."""
+    return torch.stack(matrix.unbind(1))
+
+
+def _first_copies(rows: torch.Tensor) -> list[int]:
+    """For each row of ``rows`` ``(heads, n)``, the index of the first row equal to it (itself if none before)."""
+    firsts: list[int] = []
+    for head in range(rows.shape[0]):
+        firsts.append(next((j for j in range(head) if firsts[j] == j and torch.equal(rows[j], rows[head])), head))
+    return firsts
+
+
+def _byte_index(packed: torch.Tensor) -> torch.Tensor:
+    """The bytes of a packed block ``(rows, groups)`` as int32 look-up indices, one contiguous row per group."""
+    return packed.t().to(torch.int32, memory_format=torch.contiguous_format)
 
 
 def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -36,7 +36,7 @@ from ._checks import check_choice, check_dtype, check_float, check_seed, check_t
 from .attention import ATTENTION_KINDS, _weights
 from .codes import Codes
 
-__all__ = ["HEADS", "STARTS", "ModelConfig", "TwoHeadModel", "readout_constants"]
+__all__ = ["ModelConfig", "TwoHeadModel", "readout_constants"]
 
 HEADS = ("tied", "split")
 STARTS = ("zero", "antisymmetric", "independent")

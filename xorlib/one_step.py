@@ -22,29 +22,29 @@ Step-size rules, none of which knows the hidden pair:
 
 The population step streams over the positions (:mod:`xorlib._stream`): memory
 :math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
-seed in every pass and never unpacked to floats. The reported worst case is
+seed in every pass (or kept, packed, when they fit in 256 MB) and never unpacked to floats. The reported worst case is
 :func:`xorlib.certify.certify_scores`'s certificate for the true pair.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 
-from . import _stream
+from . import _samples, _stream
 from ._checks import check_choice, check_device, check_float, check_int, check_pair, check_seed, check_size
 from .certify import WorstCase, _certify_summary
 from .codes import BlockView
-from .empirical import _score_gradient as _empirical_score_gradient
 from .model import ModelConfig
 from .population import _deviation_loss
 from .runtime import threads
-from .task import random_pair, sample_xor
+from .task import random_pair
 from .theory import lattice_sharpness, split_step_from_gaps, tied_rest_target
 
-__all__ = ["OneStepConfig", "OneStepResult", "WorstCaseCurve", "one_step", "run_one_step", "worst_case_curve"]
+__all__ = ["OneStepConfig", "OneStepResult", "learning_curve", "one_step", "run_one_step", "worst_case_curve"]
 
 STEP_RULES = ("certified", "lattice")
 #: Weights of both heads are kept in the result up to this many positions.
@@ -89,10 +89,10 @@ class OneStepConfig:
         if self.model.attention != "softmax":
             raise ValueError(f"one_step needs softmax attention, got attention={self.model.attention!r}")
         object.__setattr__(self, "pair", check_pair("pair", self.pair, self.model.d))
-        if self.n is not None:
-            check_int("n", self.n, minimum=1)
-            check_size(f"the samples (n={self.n}, d={self.model.d})", self.n * self.model.d, 9)
+        if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
+            check_int("n", self.n, minimum=1, maximum=10**10)
             check_size(f"the dense codes (d={self.model.d}, m={self.model.m})", self.model.d * self.model.m, 8)
+            check_size(f"a chunk of samples (d={self.model.d})", _samples.chunk_rows(self.model.d) * self.model.d, 9)
         check_seed("data_seed", self.data_seed)
         if isinstance(self.step, str):
             check_choice("step", self.step, STEP_RULES)
@@ -116,6 +116,9 @@ class OneStepResult:
 
     config: OneStepConfig
     rule: str  # the rule that chose the step: "certified", "lattice", "fixed" or the certified rule's fallback
+    direction_top: tuple[
+        tuple[float, ...], ...
+    ]  # the three largest entries of each head's direction t (certified rule)
     kappa: float
     lr: float
     queries_before: torch.Tensor
@@ -143,6 +146,13 @@ class OneStepResult:
     def success(self) -> bool:
         """Whether the certified worst-case loss is at most the target ``epsilon``."""
         return float(self.worst_case.upper) <= self.config.epsilon
+
+    @property
+    def direction_gaps(self) -> tuple[float, float]:
+        """Per head, the largest minus the second largest entry of its direction :math:`t` (``nan`` unless the certified rule ran)."""
+        if not self.direction_top:
+            return (math.nan, math.nan)
+        return tuple(row[0] - row[1] for row in self.direction_top)  # type: ignore[return-value]
 
     @property
     def split(self) -> bool:
@@ -212,38 +222,45 @@ def _gradient(config: OneStepConfig) -> _Gradient:
     q = model.initial_queries().to(device)
     at_pair = codes.rows(list(pair)).to(device)
     if config.n is None:
-
-        def views():
-            return codes.views(device=device)
-
+        views = _stream.code_views(codes, device)
         stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
         grad = _stream.population_gradient(views, q, pair, stats, c0, c1)
-    else:
-        dense = codes.dense(device=device)
-        dense_view = BlockView(0, d, model.m, model.m, 1.0, rows=dense)
-
-        def views():
-            return [dense_view]
-
-        stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
-        x, y = sample_xor(config.n, d, pair, seed=config.data_seed, device=device)
-        grad = _empirical_score_gradient(q @ dense.T, x, y, model.heads, "softmax") @ dense
-    return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
+        return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
+    return _empirical_gradients(config, [config.n])[0]
 
 
-def _run(config: OneStepConfig) -> OneStepResult:
+def _empirical_gradients(config: OneStepConfig, sample_sizes: list[int]) -> list[_Gradient]:
+    """The learner's state for the first ``n`` samples of the stream, for every ``n`` of ``sample_sizes`` (one pass)."""
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
     codes = model.codes
-    state = _gradient(config)
+    q = model.initial_queries().to(device)
+    at_pair = codes.rows(list(pair)).to(device)
+    dense = codes.dense(device=device)
+    dense_view = BlockView(0, d, model.m, model.m, 1.0, rows=dense)
+
+    def views():
+        return [dense_view]
+
+    stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
+    score_grads = _samples.score_gradients(q @ dense.T, pair, (c0, c1), "softmax", sample_sizes, config.data_seed)
+    return [_Gradient(views, q, -(d**2 / c1) * (g @ dense), stats, at_pair) for g in score_grads]
+
+
+def _run(config: OneStepConfig, state: _Gradient | None = None) -> OneStepResult:
+    """The step of ``config`` from its gradient (``state``, computed here unless given)."""
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    state = _gradient(config) if state is None else state
     views, q, direction, stats, at_pair = state.views, state.queries, state.direction, state.stats, state.at_pair
-    kappa = _choose_sharpness(config, views, q, direction, stats, at_pair)
+    kappa, top = _choose_sharpness(config, views, q, direction, stats, at_pair)
     rule = config.step if isinstance(config.step, str) else "fixed"
     if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
         kappa, rule = lattice_sharpness(d, model.codes.margin_step, config.epsilon), "certified (no gap: lattice step)"
+    keep = d <= KEEP_WEIGHTS
     after = _stream.after_step(
         views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
-        direction @ at_pair.T, d,
+        direction @ at_pair.T, d, off_pair=True, keep_scores=keep,
     )  # fmt: skip
     q_after = q + kappa * direction
     tied = bool(torch.equal(q_after[0], q_after[1]))
@@ -255,13 +272,13 @@ def _run(config: OneStepConfig) -> OneStepResult:
         torch.tensor(tied),
         model.heads,
     )
-    off_pair = _stream.off_pair_sums(views, q_after, pair, after.lse[0])
+    off_pair = {key: value[0] for key, value in after.off_pair.items()}
     parts = _stream.pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.heads)
     mean_after = _deviation_loss(parts, off_pair, c1)
-    keep = d <= KEEP_WEIGHTS
     return OneStepResult(
         config=config,
         rule=rule,
+        direction_top=() if top is None else tuple(tuple(float(v) for v in row) for row in top),
         kappa=kappa,
         lr=kappa * d**2 / c1,
         queries_before=q,
@@ -272,36 +289,36 @@ def _run(config: OneStepConfig) -> OneStepResult:
         worst_case=certificate,
         mean_loss_before=float(_stream.population_loss(stats, c0, c1)),
         mean_loss_after=float(mean_after),
-        weights_before=torch.softmax(codes.scores(q), -1) if keep else None,
-        weights_after=torch.softmax(codes.scores(q_after), -1) if keep else None,
+        weights_before=torch.softmax(_stream.scores(views, q), -1) if keep else None,
+        weights_after=torch.softmax(after.scores, -1) if keep else None,
     )
 
 
-def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair) -> float:
-    """The sharpness of the configured rule; ``inf`` if the certified rule finds no gap."""
+def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
+    """The sharpness of the configured rule (``inf`` if the certified rule finds no gap), and the direction's top entries."""
     model, d, epsilon = config.model, config.model.d, config.epsilon
     if not isinstance(config.step, str):
-        return float(config.step)
+        return float(config.step), None
     if config.step == "lattice":
-        return lattice_sharpness(d, model.codes.margin_step, epsilon)
+        return lattice_sharpness(d, model.codes.margin_step, epsilon), None
     values, index = _stream.top_scores(views, direction, 3)
     if model.heads == "split":
-        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon)
+        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon), values
     # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
     believed = tuple(sorted(int(i) for i in index[0, :2]))
     gap = float(values[0, 1] - values[0, 2])
     if gap <= 0:
-        return math.inf
+        return math.inf, values
     guess = math.log((d - 2) / (2 * tied_rest_target(epsilon))) / gap
     if d > SCAN_UP_TO:
-        return guess
+        return guess, values
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
     rows = model.codes.rows(list(believed)).to(q.device)
-    after = _stream.after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d)
+    after = _stream.after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
     own = _certify_summary(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, "tied").upper
     meets = torch.nonzero(own <= epsilon)
-    return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)])
+    return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)]), values
 
 
 @dataclass(frozen=True)
@@ -339,3 +356,21 @@ def worst_case_curve(config: OneStepConfig, kappas: torch.Tensor | list[float]) 
             after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model.heads
         )
     return WorstCaseCurve(kappas=kappas, worst_case=certificate, found=after.top_index[..., 0], pair=pair)
+
+
+def learning_curve(config: OneStepConfig, sample_sizes: list[int] | tuple[int, ...]) -> tuple[OneStepResult, ...]:
+    """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes``, in one pass over the samples.
+
+    ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
+    each result equals ``run_one_step`` with that ``n`` up to rounding (the sums are split at the snapshots).
+    """
+    if not isinstance(config, OneStepConfig):
+        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
+    sizes = [check_int("sample_sizes[i]", n, minimum=1, maximum=10**10) for n in sample_sizes]
+    if not sizes or sizes != sorted(set(sizes)):
+        raise ValueError(
+            f"sample_sizes must be a non-empty increasing sequence of distinct sizes, got {list(sample_sizes)}"
+        )
+    with threads(1):
+        states = _empirical_gradients(config, sizes)
+        return tuple(_run(dataclasses.replace(config, n=n), state) for n, state in zip(sizes, states, strict=True))

@@ -26,7 +26,7 @@ from ._checks import (
     check_tensor,
 )
 
-__all__ = ["MAX_ENUMERATION_D", "all_inputs", "random_pair", "sample_xor", "xor_labels"]
+__all__ = ["all_inputs", "random_pair", "sample_xor", "xor_labels"]
 
 #: Largest ``d`` for which :func:`all_inputs` enumerates the ``2**d`` inputs (4 million rows).
 MAX_ENUMERATION_D = 22

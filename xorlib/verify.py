@@ -20,7 +20,7 @@ from .population import population_gradient, population_loss, population_score_g
 from .task import all_inputs, random_pair, xor_labels
 from .theory import split_direction_first_order
 
-__all__ = ["EnumerationCheck", "enumeration_check", "one_head_gap", "remainder_ratio", "worst_case_by_enumeration"]
+__all__ = ["enumeration_check", "one_head_gap", "remainder_ratio", "worst_case_by_enumeration"]
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_float, check_int, check_pair
 from ..attention import ATTENTION_KINDS, _weights
 from ..certify import worst_case_loss
 from ..codes import Codes
-from ..model import HEADS, ModelConfig
-from ..population import population_gradient
+from ..model import HEADS, ModelConfig, readout_constants
+from ..population import population_gradient, population_loss
 from ..runtime import progress
 from ..task import random_pair
 from ._runner import experiment
 
-__all__ = ["VariantRow", "VariantTable", "best_worst_case", "kappa_grid", "variant_table"]
+__all__ = ["variant_step", "variant_table"]
 
 
 def kappa_grid(d: int, per_decade: int = 6) -> torch.Tensor:
@@ -63,6 +63,57 @@ def best_worst_case(config: ModelConfig, pair: tuple[int, int], kappas: torch.Te
     best = int(torch.argmin(worst))
     attained = torch.nan_to_num(certificate.lower, nan=float("inf"), posinf=float("inf"))  # overflowed: enormous losses
     return float(worst[best]), float(kappas[best]), float(attained.min())
+
+
+@dataclass(frozen=True)
+class VariantStep:
+    """One population step of a model with any normaliser: the weights after it and their certificate."""
+
+    config: ModelConfig
+    pair: tuple[int, int]
+    kappa: float
+    weights_before: torch.Tensor  # (2, d)
+    weights_after: torch.Tensor  # (2, d)
+    worst_case: object  # xorlib.certify.WorstCase of the weights after the step
+    mean_loss_after: float
+
+
+def variant_step(config: ModelConfig, pair: tuple[int, int], kappa: float) -> VariantStep:
+    r"""One population step of sharpness :math:`\kappa` (step size :math:`\kappa d^2/c_1`) for any normaliser (dense: moderate ``d``).
+
+    Component-wise scores are capped at 700 so that :math:`e^s` stays finite; the
+    certificate of such a step is enormous, as it should be.
+    """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    kappa = check_float("kappa", kappa, minimum=0.0, maximum=1e15)
+    codes = config.codes.dense()
+    pair = check_pair("pair", pair, config.d)
+    q0 = config.initial_queries()
+    _, c1 = config.readout
+    grad = population_gradient(q0, codes, pair, heads=config.heads, attention=config.attention)
+    q = q0 - (kappa * config.d**2 / c1) * grad
+    scores = q @ codes.T
+    if config.attention == "componentwise":
+        scores = scores.clamp(max=700.0)
+    weights = _weights(scores, config.attention)
+    loss = (
+        population_loss(q, codes, pair, heads=config.heads, attention=config.attention)
+        if config.attention != "componentwise"
+        else None
+    )
+    return VariantStep(
+        config, pair, kappa, _weights(q0 @ codes.T, config.attention), weights,
+        worst_case_loss(weights, pair, heads=config.heads),
+        float(loss) if loss is not None else float(_loss_of_weights(weights, pair, config.heads)),
+    )  # fmt: skip
+
+
+def _loss_of_weights(weights: torch.Tensor, pair: tuple[int, int], heads: str) -> torch.Tensor:
+    """The population loss of given weights (used where the scores were capped)."""
+    from ..population import Moments, _loss
+
+    return _loss(Moments.of(weights[0], weights[1], pair), *readout_constants(heads))
 
 
 @dataclass(frozen=True)

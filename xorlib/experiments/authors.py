@@ -33,10 +33,10 @@ from ..model import ModelConfig
 from ..one_step import one_step
 from ..runtime import progress
 from ..task import random_pair
+from ._criteria import EPSILON, check_ds, criteria, median, test_set
 from ._runner import experiment
-from .ffnn import EPSILON, _check_ds, _criteria, _median, _test_set
 
-__all__ = ["PATTERNS", "AuthorsResult", "AuthorsRow", "AuthorsRuns", "authors_comparison", "authors_default", "main"]
+__all__ = ["authors_comparison", "authors_default"]
 
 PATTERNS = ("one head per bit", "both heads on both bits", "near-uniform attention", "another pattern")
 
@@ -127,7 +127,7 @@ def _authors(d: int, epochs: int, pairs: list[tuple[int, int]], seed: int) -> tu
     exact = d <= 20
     row = AuthorsRow(
         d, "authors' model (v1)", config.parameters, config.n_train, len(pairs), epochs, run.success_fraction,
-        run.sign_fraction, _median(run.epochs_to_success), _median(run.epochs_to_sign), run.seconds / len(pairs),
+        run.sign_fraction, median(run.epochs_to_success), median(run.epochs_to_sign), run.seconds / len(pairs),
         "all inputs (exact)" if exact else f"(a) certificate; (b) {run.sign_test}", f"after {epochs:,} epochs",
     )  # fmt: skip
     patterns = tuple(_pattern(a, s) for a, s in zip(run.attention, run.supports, strict=True))
@@ -146,7 +146,7 @@ def _one_step_rows(d: int, n: int, trials: list[int], tests) -> list[AuthorsRow]
         start, met = time.perf_counter(), []
         for trial, test in zip(trials, tests, strict=True):
             result = one_step(d, heads, seed=trial, n=n, epsilon=EPSILON)
-            met.append(_criteria(result.weights_after, float(result.worst_case.upper), heads, test))
+            met.append(criteria(result.weights_after, float(result.worst_case.upper), heads, test))
         ok = np.array(met)
         rows.append(
             AuthorsRow(
@@ -166,13 +166,13 @@ def _adam_row(d: int, n: int, steps: int, trials: list[int], pairs, tests) -> Au
         result = train(
             TrainConfig(model, pair, steps=steps, gradient="empirical", n=n, data_seed=trial, epsilon=EPSILON)
         )
-        met.append(_criteria(result.weights, float(result.worst_case[-1]), "split", test))
+        met.append(criteria(result.weights, float(result.worst_case[-1]), "split", test))
         success.append(result.steps_to_success)
         sign.append(result.steps_to_sign)
     ok = np.array(met)
     return AuthorsRow(
         d, "Adam, split", 2 * model.m, n, len(trials), steps, float(ok[:, 0].mean()), float(ok[:, 1].mean()),
-        _median(success), _median(sign), (time.perf_counter() - start) / len(trials), _how(d, tests), f"after {steps} steps",
+        median(success), median(sign), (time.perf_counter() - start) / len(trials), _how(d, tests), f"after {steps} steps",
     )  # fmt: skip
 
 
@@ -182,7 +182,7 @@ def _mlp_row(d: int, trials: list[int], pairs, lr: float, seed: int) -> AuthorsR
     margin = min_margin(run.params, pairs, samples=None if d <= 20 else BARAK_EVAL_N, seed=seed).numpy()
     test = "all inputs (exact)" if d <= 20 else f"{BARAK_EVAL_N:,} fresh samples"
     return AuthorsRow(
-        d, f"MLP, lr {lr:g}", config.parameters, _median(run.samples_to_success), len(trials), config.max_steps,
+        d, f"MLP, lr {lr:g}", config.parameters, median(run.samples_to_success), len(trials), config.max_steps,
         float((margin > 1 - EPSILON).mean()), float((margin > 0).mean()), math.nan, math.nan,
         run.seconds / len(trials), test, f"at 100 % on {config.eval_n:,} fresh samples",
     )  # fmt: skip
@@ -205,7 +205,7 @@ def authors_comparison(
     criteria checked on its final (frozen) parameters; the other learners use the
     authors' training-set size.
     """
-    ds = _check_ds(ds, 4)
+    ds = check_ds(ds, 4)
     if len(epochs) != len(ds) or len(runs) != len(ds):
         raise ValueError(f"epochs and runs must give one value per d ({len(ds)}), got {len(epochs)} and {len(runs)}")
     epochs = tuple(check_int(f"epochs[{k}]", e, minimum=1, maximum=10**6) for k, e in enumerate(epochs))
@@ -215,7 +215,7 @@ def authors_comparison(
     for d, budget, count in progress(list(zip(ds, epochs, runs, strict=True)), "authors' model"):
         trials = [seed + r for r in range(count)]
         pairs = [random_pair(d, seed=t) for t in trials]
-        tests = [_test_set(d, p, t) for p, t in zip(pairs, trials, strict=True)]
+        tests = [test_set(d, p, t) for p, t in zip(pairs, trials, strict=True)]
         row, runs_d = _authors(d, budget, pairs, seed)
         n = AuthorsConfig(d).n_train
         rows += [row, *_one_step_rows(d, n, trials, tests), _adam_row(d, n, adam_steps, trials, pairs, tests)]
@@ -256,5 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run the package's module, so results carry the package's types
+    from xorlib.experiments.authors import main as package_main
+
+    raise SystemExit(package_main())

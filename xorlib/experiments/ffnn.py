@@ -6,12 +6,7 @@ r"""What a feed-forward network pays for sparse XOR, measured beside the one-ste
 * :func:`same_criterion`: samples to success of the MLP and of both one-step
   Transformers under the **same** two criteria: (a) the learner's own loss below
   :math:`10^{-2}` on every input, (b) every sign right;
-* :func:`frozen_features`: the counterexample to "frozen first-layer weights make
-  positions interchangeable": a frozen random ReLU layer with only its output
-  weights fitted classifies all :math:`2^d` inputs, for several pairs;
-* :func:`linear_bound`: the proved bound for models linear in their parameters,
-  :math:`\text{mean}_S \operatorname{dist}(\chi_S, V)^2 \ge 1 - \dim V/\binom d2`, against
-  random features, with the one-step Transformer beside it.
+* the models linear in their parameters are in :mod:`xorlib.experiments.linear_models`.
 
 ``python -m xorlib.experiments.ffnn --full`` runs the full grids (cached) and prints them.
 """
@@ -19,57 +14,23 @@ r"""What a feed-forward network pays for sparse XOR, measured beside the one-ste
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from .. import _random
 from .._checks import check_float, check_int, check_seed
 from ..codes import default_code_dim
-from ..learners.mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, init_mlp, min_margin, mlp_snapshots, train_mlp
-from ..learners.training import DivergenceError, worst_and_margin
-from ..model import ModelConfig
-from ..one_step import OneStepConfig, learning_curve, one_step
+from ..learners.mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp
+from ..learners.training import DivergenceError
 from ..runtime import progress
-from ..task import all_inputs, random_pair, sample_xor
+from ..task import random_pair
+from ._criteria import EPSILON, EXACT_D, LEARNERS, check_ds, median, n50, sample_grid, test_set, transformer_checks
 from ._runner import experiment
 
-__all__ = [
-    "CriterionRow",
-    "FeatureFit",
-    "FrozenFeaturesResult",
-    "LearningRateRow",
-    "LinearBoundResult",
-    "LrGridResult",
-    "SameCriterionResult",
-    "frozen_features",
-    "linear_bound",
-    "lr_grid",
-    "main",
-    "same_criterion",
-]
-
-EPSILON = 1e-2  # criterion (a): the learner's own loss below this on every input
-_EXACT_D = 20  # enumerate all inputs up to here; beyond, sample Barak's 2^13 fresh inputs
-LEARNERS = ("MLP", "Transformer, tied", "Transformer, split")
-
-
-def _check_ds(ds: Sequence[int], minimum: int) -> tuple[int, ...]:
-    if isinstance(ds, (str, bytes)) or not isinstance(ds, Sequence) or not ds:
-        raise TypeError(f"ds must be a non-empty sequence of dimensions, got {ds!r}")
-    return tuple(check_int(f"ds[{k}]", d, minimum=minimum, maximum=4096) for k, d in enumerate(ds))
-
-
-def _median(values: Sequence[float | None]) -> float:
-    """Median over runs, a run that never succeeded counting as +inf (nan when the median is infinite)."""
-    finite = np.array([math.inf if v is None else float(v) for v in values])
-    value = float(np.quantile(finite, 0.5, method="inverted_cdf"))
-    return value if math.isfinite(value) else math.nan
+__all__ = ["lr_grid", "same_criterion"]
 
 
 # ----------------------------------------------------------------------------- Barak et al.'s learning-rate grid
@@ -128,7 +89,7 @@ def lr_grid(
     A learning rate whose run diverges (:class:`~xorlib.learners.training.DivergenceError`)
     counts as failing every trial, and is marked ``diverged``.
     """
-    ds = _check_ds(ds, 2)
+    ds = check_ds(ds, 2)
     lrs = tuple(check_float(f"lrs[{k}]", lr, minimum=0.0, maximum=1e6, strict_minimum=True) for k, lr in enumerate(lrs))
     trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
     rows, best = [], []
@@ -143,10 +104,10 @@ def lr_grid(
                 diverged = False
             except DivergenceError:
                 steps, diverged = (None,) * trials, True
-            median = _median(steps)
+            middle = median(steps)
             here.append(
                 LearningRateRow(
-                    d, lr, trials, sum(s is not None for s in steps), median, median * config.batch, diverged,
+                    d, lr, trials, sum(s is not None for s in steps), middle, middle * config.batch, diverged,
                     time.perf_counter() - start,
                 )
             )  # fmt: skip
@@ -205,44 +166,6 @@ class SameCriterionResult:
         return rows
 
 
-def _n50(n: Sequence[int], fraction: Sequence[float]) -> float:
-    hits = [size for size, f in zip(n, fraction, strict=True) if f >= 0.5]
-    return float(hits[0]) if hits else math.nan
-
-
-def _test_set(d: int, pair: tuple[int, int], seed: int) -> tuple[torch.Tensor, torch.Tensor, str]:
-    if d <= _EXACT_D:
-        x = all_inputs(d)
-        return x, -x[:, pair[0]] * x[:, pair[1]], "all inputs (exact)"
-    x, y = sample_xor(BARAK_EVAL_N, d, pair, seed=_random.derive_seed(seed, "test", d))
-    return x, y, f"{BARAK_EVAL_N:,} fresh samples"
-
-
-def _transformer_checks(d: int, heads: str, trial: int, grid: Sequence[int], test) -> list[tuple[bool, bool]]:
-    """Criteria (a) and (b) after one step of one model on the first ``n`` samples of trial ``trial``, for each ``n``.
-
-    The model, pair and samples are those of ``one_step(d, heads, seed=trial, n=n)``; the steps
-    for all ``n`` come from one pass over one stream (:func:`xorlib.one_step.learning_curve`).
-    """
-    model = ModelConfig(d, heads, code_seed=trial, init_seed=trial)
-    config = OneStepConfig(model, random_pair(d, seed=trial), data_seed=trial, epsilon=EPSILON)
-    return [
-        _criteria(r.weights_after, float(r.worst_case.upper), heads, test) for r in learning_curve(config, list(grid))
-    ]
-
-
-def _criteria(weights: torch.Tensor, certified: float, heads: str, test) -> tuple[bool, bool]:
-    """Criteria (a) and (b) for a two-head model: exact on all inputs, or the certificate and fresh samples."""
-    x, y, how = test
-    worst, margin = worst_and_margin(weights, x, y, heads=heads)
-    return (worst < EPSILON if how.startswith("all") else certified < EPSILON), margin > 0
-
-
-def _sample_grid(low: int, high: int, per_octave: int) -> tuple[int, ...]:
-    count = round(per_octave * math.log2(high / low)) + 1
-    return tuple(sorted({round(low * 2 ** (j / per_octave)) for j in range(count)}))
-
-
 @experiment
 def same_criterion(
     ds: tuple[int, ...] = (16, 32),
@@ -266,162 +189,43 @@ def same_criterion(
     :math:`d \le 20`; beyond, the Transformer's (a) is its :math:`O(d)` certificate and every
     other check uses :math:`2^{13}` fresh samples (an estimate, marked in ``test``).
     """
-    ds = _check_ds(ds, 4)
+    ds = check_ds(ds, 4)
     trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
     n_max = check_int("n_max", n_max, minimum=64, maximum=2**22)
     per_octave = check_int("per_octave", per_octave, minimum=1, maximum=8)
-    grid = _sample_grid(32, n_max, per_octave)
+    grid = sample_grid(32, n_max, per_octave)
     rows = []
     for d in progress(ds, "same criterion"):
         trial_ids = [seed + t for t in range(trials)]
         pairs = [random_pair(d, seed=t) for t in trial_ids]
-        tests = [_test_set(d, p, t) for p, t in zip(pairs, trial_ids, strict=True)]
+        tests = [test_set(d, p, t) for p, t in zip(pairs, trial_ids, strict=True)]
         m = default_code_dim(d)
         for heads in ("tied", "split"):
             ok = np.array(
-                [_transformer_checks(d, heads, t, grid, test) for t, test in zip(trial_ids, tests, strict=True)]
+                [transformer_checks(d, heads, t, grid, test) for t, test in zip(trial_ids, tests, strict=True)]
             )
             for c, (criterion, test) in enumerate(
-                (("loss", "certificate" if d > _EXACT_D else tests[0][2]), ("sign", tests[0][2]))
+                (("loss", "certificate" if d > EXACT_D else tests[0][2]), ("sign", tests[0][2]))
             ):
                 fraction = tuple(float(v) for v in ok[:, :, c].mean(0))
                 rows.append(
                     CriterionRow(
-                        d, f"Transformer, {heads}", criterion, 2 * m, test, grid, fraction, _n50(grid, fraction)
+                        d, f"Transformer, {heads}", criterion, 2 * m, test, grid, fraction, n50(grid, fraction)
                     )
                 )
         config = MLPConfig(d, width=width, lr=mlp_lr, max_steps=grid[-1] // 32)
         steps = sorted({max(1, n // config.batch) for n in grid})
         snaps = mlp_snapshots(config, pairs, steps, seed=seed)
-        samples = None if d <= _EXACT_D else BARAK_EVAL_N
+        samples = None if d <= EXACT_D else BARAK_EVAL_N
         margins = np.array([min_margin(p, pairs, samples=samples, seed=seed).numpy() for p in snaps.params])  # (S, T)
         n_mlp = tuple(s * config.batch for s in steps)
         for criterion, level in (("loss", 1 - EPSILON), ("sign", 0.0)):
             fraction = tuple(float(v) for v in (margins > level).mean(1))
             test = "all inputs (exact)" if samples is None else f"{BARAK_EVAL_N:,} fresh samples"
             rows.append(
-                CriterionRow(d, "MLP", criterion, config.parameters, test, n_mlp, fraction, _n50(n_mlp, fraction))
+                CriterionRow(d, "MLP", criterion, config.parameters, test, n_mlp, fraction, n50(n_mlp, fraction))
             )
     return SameCriterionResult(tuple(rows), mlp_lr, trials, EPSILON)
-
-
-# ----------------------------------------------------------------------------- the Omega(d) argument
-def _features(d: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """All inputs ``(2^d, d)`` and the frozen random ReLU features plus a constant, ``(2^d, width + 1)``, float64."""
-    params = init_mlp(d, width, seed=seed, dtype=torch.float64)
-    x = all_inputs(d)
-    hidden = torch.relu(x @ params.first[0].T + params.first_bias[0])
-    return x, torch.cat([hidden, torch.ones(x.shape[0], 1, dtype=torch.float64)], dim=1)
-
-
-@dataclass(frozen=True)
-class FeatureFit:
-    """One pair fitted by least squares on the frozen features: sign accuracy over all inputs and the L² error."""
-
-    pair: tuple[int, int]
-    accuracy: float
-    l2_error: float
-
-
-@dataclass(frozen=True)
-class FrozenFeaturesResult:
-    """:func:`frozen_features`: the fits, and the number of trained numbers (``width + 1``)."""
-
-    d: int
-    width: int
-    trained: int
-    fits: tuple[FeatureFit, ...]
-    all_pairs_fitted: int  # of the C(d, 2) pairs, how many are classified perfectly
-
-
-@experiment
-def frozen_features(d: int = 10, *, width: int = 200, pairs: int = 3, seed: int = 0) -> FrozenFeaturesResult:
-    r"""A frozen random first layer (PyTorch's initialisation), only the ``width + 1`` output numbers fitted.
-
-    The output layer is fitted by least squares on all :math:`2^d` inputs (the
-    minimiser of the square loss that training it would reach); the fit's sign is
-    checked on every input, for ``pairs`` random pairs and for all :math:`\binom d2`.
-    """
-    d = check_int("d", d, minimum=3, maximum=16)
-    width, seed = check_int("width", width, minimum=1, maximum=4096), check_seed("seed", seed)
-    pairs = check_int("pairs", pairs, minimum=1, maximum=math.comb(d, 2))
-    x, phi = _features(d, width, seed)
-    everything = list(itertools.combinations(range(d), 2))
-    targets = torch.stack([-x[:, i] * x[:, j] for i, j in everything], dim=1)  # (2^d, C(d, 2))
-    fitted = phi @ torch.linalg.lstsq(phi, targets).solution
-    accuracy = (torch.sign(fitted) == targets).double().mean(0)
-    error = (fitted - targets).pow(2).mean(0).sqrt()
-    chosen, seen = [], set()
-    for t in itertools.count():
-        pair = random_pair(d, seed=seed + t)
-        if pair not in seen:
-            seen.add(pair)
-            chosen.append(pair)
-        if len(chosen) == pairs:
-            break
-    fits = tuple(FeatureFit(p, float(accuracy[everything.index(p)]), float(error[everything.index(p)])) for p in chosen)
-    return FrozenFeaturesResult(d, width, width + 1, fits, int((accuracy == 1).sum()))
-
-
-@dataclass(frozen=True)
-class LinearBoundResult:
-    r"""Per width ``p``: the mean over the :math:`\binom d2` pairs of the best squared L² error
-    :math:`\operatorname{dist}(\chi_S, V)^2` with :math:`V` = span of the ``p`` features and a constant,
-    and the proved floor :math:`\max(0, 1 - \dim V/\binom d2)`. ``transformer_*``: the split
-    one-step Transformer's squared L² errors :math:`2L` for every pair (one population step from its start),
-    with its ``2m`` parameters.
-    """
-
-    @property
-    def transformer_fitted(self) -> int:
-        """Pairs the Transformer fits to squared L² error below :data:`EPSILON`."""
-        return int(np.sum(np.array(self.transformer_errors) < EPSILON))
-
-    @property
-    def linear_floor_for_fitted(self) -> float:
-        r"""The dimension a linear model needs to fit as many pairs that well: :math:`(1 - \varepsilon)\,k`."""
-        return (1 - EPSILON) * self.transformer_fitted
-
-    d: int
-    widths: tuple[int, ...]
-    dims: tuple[int, ...]
-    mean_error: tuple[float, ...]
-    floor: tuple[float, ...]
-    transformer_parameters: int
-    transformer_errors: tuple[float, ...]
-
-
-@experiment
-def linear_bound(
-    d: int = 12, *, widths: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256), seed: int = 0
-) -> LinearBoundResult:
-    r"""Random ReLU features of each width against the bound :math:`\text{mean}_S \operatorname{dist}^2 \ge 1 - \dim V/\binom d2`.
-
-    Exact: the :math:`2^d` inputs are enumerated, so :math:`L^2` under the uniform
-    measure is a mean over rows. :math:`\dim V` is the rank of the features.
-    """
-    d = check_int("d", d, minimum=4, maximum=16)
-    seed = check_seed("seed", seed)
-    widths = tuple(check_int(f"widths[{k}]", w, minimum=1, maximum=4096) for k, w in enumerate(widths))
-    pairs = list(itertools.combinations(range(d), 2))
-    dims, means, floors = [], [], []
-    for width in widths:
-        x, phi = _features(d, width, seed)
-        basis, _ = torch.linalg.qr(phi)
-        rank = int(torch.linalg.matrix_rank(phi))
-        basis = basis[:, :rank] if rank < basis.shape[1] else basis
-        targets = torch.stack([-x[:, i] * x[:, j] for i, j in pairs], dim=1)
-        captured = ((basis.T @ targets) ** 2).sum(0) / x.shape[0]  # |projection|^2 in L2(uniform)
-        dims.append(rank)
-        means.append(float((1 - captured).mean()))
-        floors.append(max(0.0, 1 - rank / len(pairs)))
-    errors = tuple(_split_error(d, p, seed) for p in pairs)
-    return LinearBoundResult(d, widths, tuple(dims), tuple(means), tuple(floors), 2 * default_code_dim(d), errors)
-
-
-def _split_error(d: int, pair: tuple[int, int], seed: int) -> float:
-    """Squared L² error :math:`2L` of the split model after one population step."""
-    return 2 * one_step(d, "split", seed=seed, pair=pair, epsilon=EPSILON).mean_loss_after
 
 
 # ----------------------------------------------------------------------------- command line
@@ -442,5 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run the package's module, so results carry the package's types
+    from xorlib.experiments.ffnn import main as package_main
+
+    raise SystemExit(package_main())

@@ -29,16 +29,7 @@ from ..task import random_pair
 from ..theory import information_floor, split_sample_bound, sq_frontier
 from ._runner import experiment
 
-__all__ = [
-    "SuccessGrid",
-    "ThresholdRow",
-    "exponent",
-    "run",
-    "sample_grid",
-    "success_grid",
-    "threshold_table",
-    "thresholds",
-]
+__all__ = ["exponent", "run", "success_grid", "threshold_table"]
 
 
 def sample_grid(low: int, high: int, per_octave: int = 2) -> tuple[int, ...]:

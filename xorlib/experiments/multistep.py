@@ -24,10 +24,10 @@ from ..model import HEADS, ModelConfig
 from ..one_step import one_step
 from ..runtime import progress
 from ..task import random_pair
+from ._criteria import EPSILON, check_ds, median
 from ._runner import experiment
-from .ffnn import EPSILON, _check_ds, _median
 
-__all__ = ["MultistepResult", "MultistepRow", "main", "multistep_sweep"]
+__all__ = ["multistep_sweep"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def multistep_sweep(
     seed: int = 0,
 ) -> MultistepResult:
     """Adam (or SGD) from each model's own start, population gradient, ``runs`` runs per (``d``, model)."""
-    ds = _check_ds(ds, 4)
+    ds = check_ds(ds, 4)
     heads = tuple(check_choice(f"heads[{k}]", h, HEADS) for k, h in enumerate(heads))
     runs, steps = check_int("runs", runs, minimum=1, maximum=1000), check_int("steps", steps, minimum=1, maximum=10**5)
     optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
@@ -116,14 +116,14 @@ def multistep_sweep(
         config = TrainConfig(model, pair, steps=steps, optimizer=optimizer, lr=lr, epsilon=EPSILON)
         results = train_runs(config, runs)
         worst = np.stack([r.worst_case for r in results])  # (runs, steps + 1)
-        low, median, high = np.quantile(worst, [0.25, 0.5, 0.75], axis=0)
+        low, middle, high = np.quantile(worst, [0.25, 0.5, 0.75], axis=0)
         rows.append(
             MultistepRow(
                 d, model_heads, model.parameters, runs,
                 float(np.mean([r.steps_to_success is not None for r in results])),
                 float(np.mean([r.steps_to_sign is not None for r in results])),
-                _median([r.steps_to_success for r in results]), _median([r.steps_to_sign for r in results]),
-                float(median[-1]), median, low, high,
+                median([r.steps_to_success for r in results]), median([r.steps_to_sign for r in results]),
+                float(middle[-1]), middle, low, high,
                 tuple(_one_step_worst(d, model_heads, r.model, pair) for r in results),
                 tuple(float(r.weights[0].max()) for r in results),
                 tuple(float(r.weights[0, list(pair)].sum()) for r in results),
@@ -146,5 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run the package's module, so results carry the package's types
+    from xorlib.experiments.multistep import main as package_main
+
+    raise SystemExit(package_main())

@@ -24,19 +24,7 @@ from ..task import random_pair
 from ..theory import split_probability_first_order, tie_probability_bound, tied_margin
 from ._runner import experiment
 
-__all__ = [
-    "AcrossD",
-    "DrawSummary",
-    "SigmaSweep",
-    "SplitRates",
-    "StepCurves",
-    "TieFrequency",
-    "independent_start_split_rates",
-    "one_step_across_d",
-    "sigma_sweep",
-    "step_size_curves",
-    "tie_frequency",
-]
+__all__ = ["independent_start_split_rates", "one_step_across_d", "sigma_sweep", "step_size_curves", "tie_frequency"]
 
 BOOK_GRID = {16: 20, 64: 20, 256: 20, 1024: 20, 4096: 10, 16_384: 10, 100_000: 4, 1_000_000: 2}
 FULL_GRID = {16: 100, 64: 100, 256: 100, 1024: 100, 4096: 50, 16_384: 50, 100_000: 20, 1_000_000: 10, 10_000_000: 2}

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 HEAD_COLOURS = ("#0072B2", "#D55E00")
 PAIR_COLOUR = "#009E73"
 
-__all__ = ["plot_attention", "plot_attention_maps"]
+__all__ = ["attention_window", "plot_attention", "plot_attention_maps"]
 
 
 def _as_array(weights: torch.Tensor) -> np.ndarray:

@@ -24,7 +24,9 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
         ok = grid.successes(criterion)
         fraction = ok.mean(axis=(0, 1))
         ax.plot(np.asarray(grid.sample_sizes) / grid.d**2, fraction, "o-", ms=3, color=colour, label=f"d = {grid.d}")
-    ax.set(xscale="log", ylim=(-0.03, 1.03), xlabel=r"samples per $d^2$, $n/d^2$", ylabel="fraction of draws that succeed")
+    ax.set(
+        xscale="log", ylim=(-0.03, 1.03), xlabel=r"samples per $d^2$, $n/d^2$", ylabel="fraction of draws that succeed"
+    )
     ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
     ax.legend(frameon=False, fontsize=9, loc="upper left")
     return ax

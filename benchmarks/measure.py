@@ -1,0 +1,137 @@
+"""One step of ``xorlib.one_step`` in a fresh process: its time and its peak memory.
+
+Usage::
+
+    python -m benchmarks.measure --d 100000000 --heads split [--seed 0] [--device cpu] [--json]
+
+The process imports torch and xorlib, takes a tiny step (so that lazy
+initialisation is not counted), notes its resident memory, takes the step at
+``d`` and reports the seconds and the peak resident set of the whole process
+(Linux ``VmHWM``: the high-water mark since the process started its program;
+``getrusage``'s ``ru_maxrss`` would inherit the parent's peak across ``fork``).
+:func:`measure_in_subprocess` runs this module as a child and reads its answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import xorlib
+
+__all__ = ["Measurement", "measure", "measure_in_subprocess"]
+
+_ROOT = Path(__file__).resolve().parents[1]
+_MARK = "BENCHMARK-MEASUREMENT "
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Time and memory of one step at ``d``, and what the step found."""
+
+    d: int
+    m: int
+    heads: str
+    seed: int
+    device: str
+    seconds: float
+    start_bytes: int  # resident memory after the imports and a tiny step
+    peak_bytes: int  # peak resident memory of the whole process
+    success: bool  # certified worst-case loss <= the target
+    split: bool  # the heads attend most to the two different hidden bits
+    worst_case: float  # the certified upper bound on the worst-case loss over all 2^d inputs
+    parameters: int  # trainable numbers, 2m
+
+    @property
+    def peak_gb(self) -> float:
+        return self.peak_bytes / 1e9
+
+    @property
+    def above_start_gb(self) -> float:
+        """Peak memory above the resident memory at the start: what the step itself needed."""
+        return max(0, self.peak_bytes - self.start_bytes) / 1e9
+
+    @property
+    def command(self) -> str:
+        """The command line that reproduces this measurement."""
+        device = f" --device {self.device}" if self.device != "cpu" else ""
+        return f"python -m benchmarks.measure --d {self.d} --heads {self.heads} --seed {self.seed}{device}"
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _peak_bytes() -> int:
+    peak = _status_bytes("VmHWM")
+    if peak is not None:
+        return peak
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
+def measure(d: int, heads: str, *, seed: int = 0, device: str = "cpu") -> Measurement:
+    """Take the step in this process and measure it (the peak is this process's; see the module docstring)."""
+    xorlib.one_step(4096, heads, seed=seed, device=device)
+    start = _status_bytes("VmRSS") or _peak_bytes()
+    begin = time.perf_counter()
+    result = xorlib.one_step(d, heads, seed=seed, device=device)
+    seconds = time.perf_counter() - begin
+    return Measurement(
+        d=d, m=result.config.model.m, heads=heads, seed=seed, device=device, seconds=seconds, start_bytes=start,
+        peak_bytes=_peak_bytes(), success=result.success, split=result.split,
+        worst_case=float(result.worst_case.upper), parameters=result.parameters,
+    )  # fmt: skip
+
+
+def measure_in_subprocess(
+    d: int, heads: str, *, seed: int = 0, device: str = "cpu", timeout_s: float = 900.0
+) -> Measurement:
+    """Run :func:`measure` in a fresh Python process (``python -m benchmarks.measure``) and return its answer."""
+    command = [sys.executable, "-m", "benchmarks.measure", "--d", str(d), "--heads", heads, "--seed", str(seed)]
+    command += ["--device", device, "--json"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=_ROOT, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{' '.join(command[1:])} failed:\n{done.stderr[-3000:]}")
+    return Measurement(**json.loads(lines[-1][len(_MARK) :]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--d", type=int, required=True, help="number of positions")
+    parser.add_argument("--heads", choices=("tied", "split"), default="split")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", action="store_true", help="print one machine-readable line")
+    args = parser.parse_args(argv)
+    result = measure(args.d, args.heads, seed=args.seed, device=args.device)
+    if args.json:
+        print(_MARK + json.dumps(dataclasses.asdict(result)), flush=True)
+    else:
+        print(
+            f"d = {result.d:,}, {result.heads} heads, {result.parameters} trainable numbers: {result.seconds:.2f} s, "
+            f"peak memory {result.peak_gb:.2f} GB ({result.above_start_gb:.2f} GB above the start), "
+            f"success {result.success}, split {result.split}, certified worst case {result.worst_case:.3g}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+r"""What a question is: an auto-graded function to write, or a written answer with a rubric.
+
+An :class:`AutoQuestion` holds everything the grader needs, and none of it
+comes from a submission:
+
+* the teacher's ``solution``, a function of the bank module whose body sits
+  between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` (the markers of nbgrader
+  and otter-grader); its source is the answer cell of the book, and the same
+  source with the body replaced by ``raise NotImplementedError`` is the
+  student's;
+* the ``reference``, computed in the grader's process (from :mod:`xorlib`'s
+  core or written in the bank), never shipped to the student's process;
+* ``public`` cases, which the student-facing :func:`~xorlib.coursework.check`
+  runs, and ``hidden`` cases, drawn from a seed at grading time only;
+* tolerances and known mistakes, for a diagnosis instead of a bare "wrong".
+
+A :class:`WrittenQuestion` holds a prompt, a model answer and a rubric; the
+teacher's marks for it come from a CSV file (:mod:`~xorlib.coursework.gradebook`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = []  # the rest is internal to xorlib.coursework
+
+#: What replaces a solution in the student's answer cell.
+STUB = "raise NotImplementedError  # your code here"
+
+_BEGIN = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b")
+_END = re.compile(r"^[ \t]*#[ \t]*END SOLUTION\b")
+_ID = re.compile(r"^ch(?P<chapter>\d\d)-(?P<kind>[qw])(?P<number>\d+)$")
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One test case: positional arguments for the student's function, described in words.
+
+    ``d`` (when the case has a number of positions) lets the diagnosis name
+    factors such as :math:`d/(d-1)`.
+    """
+
+    description: str
+    args: tuple[object, ...]
+    d: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Mistake:
+    """A known mistake: what it is, and the output it gives (``compute`` takes the case's arguments)."""
+
+    text: str
+    compute: Callable[..., object]
+
+
+@dataclass(frozen=True, eq=False)
+class AutoQuestion:
+    r"""An auto-graded question: a function to write, with its cases, reference and diagnosis.
+
+    Parameters
+    ----------
+    id
+        ``"chNN-qK"``; also the exercise's label in the book and the tag suffix of its cells.
+    title, points, prompt
+        What the book shows (the prompt is Markdown with :math:`\LaTeX`).
+    solution
+        The teacher's solution, a top-level function of the bank module with a
+        docstring and a ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` body. Its
+        name is the function the student writes.
+    reference
+        Computes the expected output from the same arguments, in the grader.
+    public, hidden
+        ``public()`` and ``hidden(seed)`` return the test cases. Only the
+        public ones appear in the student's feedback; the hidden ones are drawn
+        from the teacher's seed when grading.
+    outputs
+        Names of the returned values, e.g. ``("weights", "z")`` for a pair.
+    imports
+        Lines placed above the function in the answer cell (helpers an answer may use).
+    mistakes
+        Known mistakes, recognised by their outputs.
+    hint
+        A line shown with every failure.
+    rtol, atol
+        Tolerances of :func:`numpy.allclose`; ``atol`` is scaled by the largest expected magnitude (at least 1).
+    forbidden
+        The xorlib names that would answer the question; the grading build
+        leaves them out, and the report says so when an answer reaches for one.
+    diagnose
+        Optional extra diagnosis ``diagnose(args, got, expected) -> str | None``
+        (arrays of the outputs), tried when no known mistake matches.
+    nan_hint
+        What to say when the answer has NaN or infinite entries.
+    """
+
+    id: str
+    title: str
+    points: int
+    prompt: str
+    solution: Callable[..., object]
+    reference: Callable[..., object]
+    public: Callable[[], tuple[Case, ...]]
+    hidden: Callable[[int], tuple[Case, ...]]
+    outputs: tuple[str, ...] = ("the result",)
+    imports: str = ""
+    mistakes: tuple[Mistake, ...] = ()
+    hint: str = ""
+    rtol: float = 1e-6
+    atol: float = 1e-10
+    forbidden: tuple[str, ...] = ()
+    diagnose: Callable[..., str | None] | None = None
+    nan_hint: str = "an exponential overflowed or something was divided by zero."
+    kind: str = field(default="auto", init=False)
+
+    @property
+    def function(self) -> str:
+        """The name of the function the student writes."""
+        return self.solution.__name__
+
+    @property
+    def signature(self) -> str:
+        """``name(arg, ...)`` as the student writes it."""
+        return f"{self.function}{inspect.signature(self.solution)}"
+
+    @property
+    def chapter(self) -> str:
+        """``"chNN"``."""
+        return self.id.split("-")[0]
+
+    def answer_source(self) -> str:
+        """The book's answer cell: the imports and the teacher's solution."""
+        source = textwrap.dedent(inspect.getsource(self.solution)).strip("\n")
+        return f"{self.imports.strip()}\n\n\n{source}" if self.imports.strip() else source
+
+    def student_source(self) -> str:
+        """The student's answer cell: the same, with the solution replaced by ``raise NotImplementedError``."""
+        return stub_source(self.answer_source())
+
+    def check_source(self) -> str:
+        """The check cell, exactly as the student version holds it (grading compares against this)."""
+        return f'check("{self.id}", {self.function})'
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One line of a rubric: what earns ``points``."""
+
+    points: int
+    text: str
+
+
+@dataclass(frozen=True)
+class WrittenQuestion:
+    """A question answered in prose or maths, marked by the teacher against a rubric.
+
+    ``answer`` is the model answer (Markdown), shown folded in the book and
+    absent from the student version, like the rubric.
+    """
+
+    id: str
+    title: str
+    prompt: str
+    rubric: tuple[Criterion, ...]
+    answer: str
+    kind: str = field(default="written", init=False)
+
+    @property
+    def points(self) -> int:
+        """The marks available: the rubric's total."""
+        return sum(c.points for c in self.rubric)
+
+    @property
+    def chapter(self) -> str:
+        """``"chNN"``."""
+        return self.id.split("-")[0]
+
+
+Question = AutoQuestion | WrittenQuestion
+
+
+def stub_source(source: str) -> str:
+    """Replace each ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` block by :data:`STUB`, at the marker's indentation.
+
+    Raises
+    ------
+    ValueError
+        For a marker without its partner, or nested markers.
+    """
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if begin := _BEGIN.match(line):
+            if inside:
+                raise ValueError(f"line {number}: BEGIN SOLUTION inside another solution block")
+            inside = True
+            out.append(begin.group("indent") + STUB)
+        elif _END.match(line):
+            if not inside:
+                raise ValueError(f"line {number}: END SOLUTION without a BEGIN SOLUTION")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError("BEGIN SOLUTION without an END SOLUTION")
+    return "\n".join(out)
+
+
+def check_question(question: Question, chapter: str) -> None:
+    """Refuse a malformed bank entry (an id outside its chapter, no points, no solution markers)."""
+    match = _ID.match(question.id)
+    if not match or f"ch{match.group('chapter')}" != chapter:
+        raise ValueError(
+            f"question id {question.id!r} must look like '{chapter}-q1' (auto) or '{chapter}-w1' (written)"
+        )
+    if (match.group("kind") == "q") != isinstance(question, AutoQuestion):
+        raise ValueError(f"question {question.id}: ids of auto-graded questions use 'q', written ones 'w'")
+    if question.points <= 0:
+        raise ValueError(f"question {question.id} must be worth a positive number of points")
+    if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
+        raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
