@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 
-.PHONY: env book book-clean test lint format unit book-tests notebooks experiments experiments-small benchmarks benchmarks-small student grade clean
+.PHONY: env book book-clean test lint format unit book-tests notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,12 +50,15 @@ notebooks: env
 	$(BIN)/python -m pytest -m notebooks
 
 benchmarks: env
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks
 
 benchmarks-small: env
-	$(BIN)/python -m benchmarks.run_all --small
+	$(BIN)/python -m benchmarks --small
 
-# Coursework: student versions of every chapter (solutions stripped, checks kept), and grading.
+# Coursework (chapter 9): student notebooks of every chapter with questions, and grading in a sandbox.
+#   make student                     student/<chapter>.ipynb (no solutions, rubrics or hidden tests)
+#   make grade NB=<notebook>         grade one submission, print the report
+#   make grade-all DIR=<folder> [OUT=grades] [MARKS=marks.csv]   a class: gradebook.csv, results.json
 student: env
 	$(BIN)/python -m xorlib.coursework student $(wildcard chapters/*.md) --out student
 
@@ -63,9 +66,26 @@ grade: env
 	@test -n "$(NB)" || { echo "usage: make grade NB=student/<chapter>.ipynb"; exit 2; }
 	$(BIN)/python -m xorlib.coursework grade $(NB)
 
+grade-all: env
+	@test -n "$(DIR)" || { echo "usage: make grade-all DIR=<folder of submissions> [OUT=grades] [MARKS=marks.csv]"; exit 2; }
+	$(BIN)/python -m xorlib.coursework grade-all $(DIR) --out $(or $(OUT),grades) $(if $(MARKS),--marks $(MARKS))
+
 # The full experiment grids, into the disk cache (.cache/xorlib); the book runs the small ones.
 experiments: env
 	$(BIN)/python -m xorlib.experiments --full
 
 experiments-small: env
 	$(BIN)/python -m xorlib.experiments
+
+# JupyterLab on this checkout, from .venv, with jupytext's notebook view as the default viewer of .md files (the
+# settings file binder/overrides.json, installed into .venv as Binder's postBuild installs it), so chapters/*.md open
+# as runnable notebooks. Server options go in LAB_ARGS, e.g. make lab LAB_ARGS="--port=8899 --no-browser".
+lab: env
+	$(BIN)/python -c "import pathlib, shutil; from jupyterlab.commands import get_app_dir; \
+	d = pathlib.Path(get_app_dir(), 'settings', 'overrides.d'); d.mkdir(parents=True, exist_ok=True); \
+	shutil.copy('binder/overrides.json', d / 'xorlib-book.json')"
+	$(BIN)/jupyter lab $(LAB_ARGS)
+
+# Screenshots of every page of the built book at 1280 and 390 px, into _build/screenshots/ (run make book first).
+screenshots: env
+	XORLIB_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/test_browser.py -m book -k screenshots -q

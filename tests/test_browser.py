@@ -1,74 +1,62 @@
-"""Open every page of the built book in headless Chromium and check what a reader sees.
+"""Open every page of the built book in headless Chromium, at 1280 px and at 390 px (a phone), as a reader would.
 
-For each page of ``_toc.yml``: the page loads, every piece of maths is typeset
-by MathJax (which the book serves itself, from ``_static/mathjax``: no CDN),
-every image has loaded with a non-zero natural size, no cell output shows a
-traceback, and no script throws. A screenshot of each page is saved under
-``_build/screenshots/``.
+The checks are those of ``tests/_page_checks.py``: no raw pipe tables and no unpadded table cells; nothing wider
+than the column (1280 px) or the window (390 px) except inside its own sideways-scrolling box; at 1280 px no
+equation and no code cell that needs scrolling; figure text at least about 9 px as displayed; figures in the
+book's style; MathJax, served by the book, typesets every formula; no console errors; no tracebacks. Each chapter
+page also offers its executed notebook for download, and no page declares sphinx-thebe's configuration twice.
+Screenshots of every page go to ``_build/screenshots/1280/`` and ``_build/screenshots/390/``.
 
-Chromium is driven through the DevTools protocol over a pipe
-(``--remote-debugging-pipe``: file descriptors 3 and 4), which needs no port,
-no network and no Python package beyond the standard library.
+The first tests need no built book: they run the same checks on small synthetic pages, one with the faults of
+issue 11 (which the checks must catch), one with the book's CSS and helpers (which must pass), and one whose code
+and equation are wide enough to need scrolling at 1280 px (reported, but not as overflow).
 
 Environment:
 
-* ``XORLIB_HTML_DIR``: the built HTML (default ``_build/html``); screenshots go
-  to ``<XORLIB_HTML_DIR>/../screenshots``.
+* ``XORLIB_HTML_DIR``: the built HTML (default ``_build/html``); screenshots go to ``<XORLIB_HTML_DIR>/../screenshots``.
 * ``XORLIB_CHROMIUM``: the browser executable (default: ``chromium`` on the PATH).
-* ``XORLIB_REQUIRE_BROWSER=1``: fail, instead of skipping, when Chromium or the
-  built book is missing (CI sets it).
+* ``XORLIB_REQUIRE_BROWSER=1``: fail, instead of skipping, when Chromium or the built book is missing (CI sets it).
 """
 
 from __future__ import annotations
 
 import base64
-import fcntl
+import io
 import json
 import os
-import select
-import shutil
-import subprocess
-import tempfile
-import time
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
+import _chromium
+import _page_checks
 import pytest
 import yaml
+from _page_checks import inspect, problems
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML_DIR = Path(os.environ.get("XORLIB_HTML_DIR", ROOT / "_build" / "html")).resolve()
 SCREENSHOTS = HTML_DIR.parent / "screenshots"
-REQUIRED = os.environ.get("XORLIB_REQUIRE_BROWSER") == "1"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--disable-dev-shm-usage",
-    "--hide-scrollbars",
-    "--mute-audio",
-    "--remote-debugging-pipe",
-]
-PAGE_TIMEOUT = 60.0
-# Script errors of the toolchain itself, not of the book: sphinx-thebe 0.3.1 declares its config twice on pages
-# built with sphinx-book-theme (harmless: the first declaration wins).
-KNOWN_SCRIPT_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
-
-pytestmark = pytest.mark.book
+WIDTHS = (1280, 390)
+CHECKS = (
+    "pipe_tables",
+    "tables",
+    "overflow",
+    "equation_width",
+    "code_width",
+    "figure_text",
+    "figure_style",
+    "maths",
+    "console",
+    "tracebacks",
+)
 
 
 def _toc_pages(html_dir: Path) -> list[str]:
-    """Pages of the book (``root`` and every ``file`` of ``_toc.yml`` beside the build), without suffix."""
-    toc = html_dir.parents[1] / "_toc.yml" if len(html_dir.parents) > 1 else None
-    if toc is None or not toc.is_file():
-        return sorted(p.relative_to(html_dir).with_suffix("").as_posix() for p in html_dir.rglob("*.html"))
+    """Pages of the book: ``root`` and every ``file`` of the ``_toc.yml`` two levels above the HTML, no suffix."""
+    toc = html_dir.parent.parent / "_toc.yml"
+    if not toc.is_file():
+        return sorted(p.relative_to(html_dir).with_suffix("").as_posix() for p in html_dir.glob("**/*.html"))
     data = yaml.safe_load(toc.read_text())
     pages = [data["root"]]
 
@@ -89,226 +77,230 @@ def _toc_pages(html_dir: Path) -> list[str]:
 PAGES = _toc_pages(HTML_DIR) if HTML_DIR.is_dir() else []
 
 
-def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"{reason} (XORLIB_REQUIRE_BROWSER=1)")
-    pytest.skip(reason)
-
-
-def _chromium() -> str | None:
-    if name := os.environ.get("XORLIB_CHROMIUM"):
-        return shutil.which(name)
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-class DevTools:
-    """A minimal Chrome DevTools Protocol client over ``--remote-debugging-pipe``."""
-
-    def __init__(self, executable: str, user_data_dir: str) -> None:
-        to_browser_r, self._to_browser = os.pipe()
-        self._from_browser, from_browser_w = os.pipe()
-
-        def child_fds() -> None:  # in the child: the browser reads fd 3 and writes fd 4
-            high_r = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
-            high_w = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
-            os.dup2(high_r, 3)
-            os.dup2(high_w, 4)
-
-        self.process = subprocess.Popen(
-            [executable, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}", "about:blank"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=child_fds,  # the test process is single-threaded
-            pass_fds=(3, 4),
-        )
-        os.close(to_browser_r)
-        os.close(from_browser_w)
-        self._buffer = b""
-        self._next_id = 0
-        self.events: list[dict] = []
-
-    def _read_message(self, deadline: float) -> dict:
-        while b"\0" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
-                raise TimeoutError("Chromium did not answer in time")
-            chunk = os.read(self._from_browser, 1 << 20)
-            if not chunk:
-                raise ConnectionError("Chromium closed the DevTools pipe")
-            self._buffer += chunk
-        message, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(message)
-
-    def send(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 30.0) -> dict:
-        """Send one command and return its result (events that arrive meanwhile are kept in ``events``)."""
-        self._next_id += 1
-        message = {"id": self._next_id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._read_message(deadline)
-            if reply.get("id") == self._next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    def wait_for(self, method: str, session: str, timeout: float = 30.0) -> dict:
-        """Wait for an event (already received, or the next ones)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for k, event in enumerate(self.events):
-                if event.get("method") == method and event.get("sessionId") == session:
-                    return self.events.pop(k)
-            self.events.append(self._read_message(deadline))
-
-    def close(self) -> None:
-        try:
-            self.send("Browser.close", timeout=5.0)
-        except (OSError, TimeoutError, ConnectionError, RuntimeError):
-            pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        os.close(self._to_browser)
-        os.close(self._from_browser)
-
-
-# Runs in the page once it has loaded: waits for MathJax (if the page loads it), then reports.
-INSPECT = """
-(async () => {
-  const deadline = Date.now() + 30000;
-  const maths = () => [...document.querySelectorAll('span.math, div.math')];
-  const mathjaxScript = [...document.scripts].some(s => /mathjax/i.test(s.src));
-  if (maths().length > 0 || mathjaxScript) {
-    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise) && Date.now() < deadline) {
-      await new Promise(r => setTimeout(r, 100));
-    }
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
-  }
-  const images = [...document.images];
-  await Promise.all(images.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
-  return {
-    title: document.title,
-    heading: (document.querySelector('main h1, article h1, h1') || {}).textContent || '',
-    mathjaxScripts: [...document.scripts].filter(s => /mathjax/i.test(s.src)).map(s => s.src),
-    mathjaxVersion: (window.MathJax && MathJax.version) || null,
-    maths: maths().length,
-    unrendered: maths().filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 80)),
-    mathErrors: [...document.querySelectorAll('mjx-merror, mjx-container [data-mjx-error]')].map(
-      e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 80)),
-    images: images.map(i => ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0,
-                               width: i.naturalWidth, height: i.naturalHeight,
-                               output: !!i.closest('.cell_output')})),
-    tracebacks: [...document.querySelectorAll('.output.traceback, .cell_output .traceback, .output .traceback')]
-      .map(e => e.textContent.slice(0, 200)),
-    tracebackText: [...document.querySelectorAll('.cell_output')].some(
-      e => e.textContent.includes('Traceback (most recent call last)')),
-    height: Math.ceil(document.documentElement.scrollHeight),
-  };
-})()
-"""
+@pytest.fixture(scope="module")
+def browser() -> Iterator[_chromium.Browser]:
+    with _chromium.launch() as tools:
+        yield tools
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[DevTools]:
-    if not HTML_DIR.is_dir():
-        _unavailable(f"no built book in {HTML_DIR}: run `make book` first")
-    executable = _chromium()
-    if executable is None:
-        _unavailable("Chromium is not installed (apt-get install -y chromium)")
-    with tempfile.TemporaryDirectory(prefix="xorlib-chromium-") as profile:
-        tools = DevTools(executable, profile)
-        try:
-            tools.send("Browser.getVersion", timeout=60.0)
-            yield tools
-        finally:
-            tools.close()
+def reports(browser: _chromium.Browser) -> Iterator[dict]:
+    """Reports per page and width, measured on first use (one tab for the whole book)."""
+    cache: dict[tuple[str, int], dict] = {}
+    with browser.page(1280) as tab:
+
+        def report(page: str, width: int) -> dict:
+            if (page, width) not in cache:
+                if not HTML_DIR.is_dir():
+                    _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
+                path = HTML_DIR / f"{page}.html"
+                if not path.is_file():
+                    pytest.fail(f"{path} is missing from the build")
+                shot = SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
+                cache[page, width] = inspect(tab, path.as_uri(), width, screenshot=shot)
+            return cache[page, width]
+
+        yield report
 
 
-def inspect_page(tools: DevTools, page: Path, screenshot: Path) -> tuple[dict, list[str]]:
-    """Load ``page``, run :data:`INSPECT`, save a screenshot; return the report and any script exceptions."""
-    target = tools.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = tools.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    try:
-        tools.send("Page.enable", session=session)
-        tools.send("Runtime.enable", session=session)
-        tools.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
-            session=session,
-        )
-        tools.events.clear()
-        tools.send("Page.navigate", {"url": page.as_uri()}, session=session)
-        tools.wait_for("Page.loadEventFired", session, timeout=PAGE_TIMEOUT)
-        result = tools.send(
-            "Runtime.evaluate",
-            {"expression": INSPECT, "awaitPromise": True, "returnByValue": True},
-            session=session,
-            timeout=PAGE_TIMEOUT,
-        )
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"inspection script failed: {result['exceptionDetails']}")
-        report = result["result"]["value"]
-        exceptions = [
-            e["params"]["exceptionDetails"].get("exception", {}).get("description", "")[:300]
-            or e["params"]["exceptionDetails"].get("text", "")
-            for e in tools.events
-            if e.get("method") == "Runtime.exceptionThrown" and e.get("sessionId") == session
-        ]
-        height = max(900, min(int(report["height"]), 8000))
-        tools.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": False},
-            session=session,
-        )
-        shot = tools.send("Page.captureScreenshot", {"format": "png"}, session=session, timeout=PAGE_TIMEOUT)
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        screenshot.write_bytes(base64.b64decode(shot["data"]))
-        return report, exceptions
-    finally:
-        tools.send("Target.closeTarget", {"targetId": target})
+# --- the checks catch what issue 11 found, on synthetic pages --------------------------------------------------
 
 
+def _mathjax_url() -> str | None:
+    for base in (HTML_DIR / "_static", Path(sysconfig.get_paths()["purelib"]) / "sphinx-mathjax-offline" / "static"):
+        script = base / "mathjax" / "tex-chtml.js"
+        if script.is_file():
+            return script.as_uri()
+    return None
+
+
+def _figure_png(font_pt: float, figsize: tuple[float, float]) -> str:
+    """A base64 PNG of a three-panel figure as IPython shows it, tagged as in a book chapter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from xorlib.plots import style
+
+    fig, axes = plt.subplots(1, 3, figsize=figsize, layout="constrained")
+    for ax in axes:
+        ax.plot([0, 1, 2], [1, 0, 1], label="head 1")
+        ax.tick_params(labelsize=font_pt)
+        ax.legend(fontsize=font_pt)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", metadata={style._MIN_FONT_KEY: f"{font_pt}"})
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _synthetic_page(tmp: Path, name: str, *, fixed: bool, code_columns: int, terms: int) -> Path:
+    """A page laid out like the book's (a 752-px article beside a sidebar) with a table, an equation, a figure."""
+    mathjax = _mathjax_url()
+    css = (ROOT / "_static" / "xorlib.css").as_uri() if fixed else ""
+    equation = (
+        r"\[ "
+        + " + ".join(rf"\frac{{\partial L}}{{\partial q_{{{k}}}}} e^{{-\kappa_{k} x_{k}}}" for k in range(terms))
+        + r" \]"
+    )
+    if fixed:
+        from xorlib.report import html_table
+
+        values = (1240.0, 1630.0, 19500.0, 0.0201, 1.4e-6) * 2
+        table = str(html_table([{f"column {k}": v for k, v in enumerate(values)}], caption="Timings"))
+        figure = _figure_png(9.0, (6.7, 2.4))
+    else:
+        cells = "".join(f"<td>{v:.2e}</td>" for v in (1240.0, 1630.0, 19500.0, 0.0201, 1.4e-6) * 2)
+        table = f"<table><tr>{''.join(f'<th>column {k}</th>' for k in range(10))}</tr><tr>{cells}</tr></table>"
+        figure = _figure_png(7.0, (11.0, 3.4))
+    pipes = "" if fixed else "<p>| d | m | n |\n|—:|—:|—:|\n| 100 | 27 | 2,048 |</p>"
+    wide_code = ("x = " + " + ".join(f"value_{k}" for k in range(40)))[:code_columns]
+    (tmp / f"{name}.html").write_text(f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{name}</title>
+{f'<link rel="stylesheet" href="{css}">' if css else ""}
+<style>body {{ margin: 0; font-family: sans-serif; }} .bd-main {{ display: flex; }} img {{ max-width: 100%; }}
+.sidebar {{ width: 256px; flex: none; }} article.bd-article {{ width: 752px; padding: 0 32px; box-sizing: border-box;
+flex: none; }} @media (max-width: 800px) {{ .sidebar {{ display: none; }} article.bd-article {{ width: 100%; }} }}
+</style>
+<script>window.MathJax = {{options: {{processHtmlClass: "math|mathjax_process"}}}};</script>
+<script defer src="{mathjax}"></script>
+</head><body class="mathjax_ignore"><div class="bd-main"><div class="sidebar">navigation</div>
+<article class="bd-article"><h1>{name}</h1>
+{pipes}
+<div class="math notranslate nohighlight">{equation}</div>
+<div class="cell docutils container"><div class="cell_input docutils container"><div class="highlight"><pre>{wide_code}</pre>
+</div></div>
+<div class="cell_output docutils container"><div class="output text_html">{table}</div>
+<img alt="figure" src="data:image/png;base64,{figure}"></div></div>
+</article></div></body></html>
+""")
+    return tmp / f"{name}.html"
+
+
+@pytest.fixture(scope="module")
+def synthetic(browser: _chromium.Browser, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if _mathjax_url() is None:
+        pytest.skip("MathJax (sphinx-mathjax-offline) is not installed")
+    tmp = tmp_path_factory.mktemp("pages")
+    found = {}
+    with browser.page(1280) as tab:
+        for name, fixed, columns, terms in (
+            ("faulty", False, 431, 40),
+            ("fixed", True, 88, 5),
+            ("wide", True, 100, 40),
+        ):
+            path = _synthetic_page(tmp, name, fixed=fixed, code_columns=columns, terms=terms)
+            for width in WIDTHS:
+                found[name, width] = problems(inspect(tab, path.as_uri(), width))
+    return found
+
+
+def test_the_checks_catch_the_faults_of_issue_11(synthetic: dict) -> None:
+    desktop, phone = synthetic["faulty", 1280], synthetic["faulty", 390]
+    assert any("| d | m | n |" in p for p in desktop["pipe_tables"]), desktop
+    assert any(p.startswith("equation") for p in desktop["overflow"]), desktop["overflow"]
+    assert any(p.startswith("code") for p in phone["overflow"]), phone["overflow"]
+    assert any(p.startswith("table") for p in desktop["overflow"]), desktop["overflow"]
+    assert any("column 0" in p for p in desktop["tables"]), desktop["tables"]
+    assert any("smallest text" in p for p in desktop["figure_text"]), desktop["figure_text"]
+    small = float(desktop["figure_text"][0].split("smallest text ")[1].split(" px")[0])
+    assert 4 < small < 7, desktop["figure_text"]  # 7 pt at 100 dpi shown at 688/1100: about 6 px
+
+
+def test_wide_code_and_equations_scroll_in_their_boxes_and_are_reported_at_1280(synthetic: dict) -> None:
+    found = synthetic["wide", 1280]
+    assert {k for k, v in found.items() if v} == {"equation_width", "code_width"}, found
+    assert "100 columns" in found["code_width"][0]
+    assert "in a 688-px column" in found["equation_width"][0]
+    assert not any(synthetic["wide", 390].values())  # on a phone, scrolling inside the box is the fix
+
+
+def test_the_book_css_and_helpers_pass_the_checks(synthetic: dict) -> None:
+    for width in WIDTHS:
+        found = synthetic["fixed", width]
+        assert not any(found.values()), (width, {k: v for k, v in found.items() if v})
+
+
+def test_the_font_key_is_the_style_modules() -> None:
+    from xorlib.plots import style
+
+    assert style._MIN_FONT_KEY == _page_checks.FONT_KEY
+
+
+# --- the built book -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.book
 def test_the_book_has_pages() -> None:
     if not HTML_DIR.is_dir():
-        _unavailable(f"no built book in {HTML_DIR}: run `make book` first")
+        _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
     assert PAGES, f"no pages found for {HTML_DIR}"
     missing = [p for p in PAGES if not (HTML_DIR / f"{p}.html").is_file()]
     assert not missing, f"pages of the table of contents missing from the build: {missing}"
 
 
-def test_mathjax_is_served_locally() -> None:
+@pytest.mark.book
+def test_no_page_loads_anything_from_a_cdn() -> None:
     if not HTML_DIR.is_dir():
-        _unavailable(f"no built book in {HTML_DIR}: run `make book` first")
+        _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
     assert (HTML_DIR / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax is not vendored into _static"
     for page in PAGES:
         path = HTML_DIR / f"{page}.html"
         if path.is_file():
             text = path.read_text()
             assert "cdn.jsdelivr.net/npm/mathjax" not in text, f"{page}.html loads MathJax from a CDN"
+            assert _page_checks.raw_pipe_paragraphs(text) == 0, f"{page}.html has a paragraph of raw pipes"
+            assert text.count("const THEBE_JS_URL") <= 1, f"{page}.html declares THEBE_JS_URL twice"
 
 
+def _is_notebook_page(page: str) -> bool:
+    source = HTML_DIR / "_sources" / f"{page}.md"
+    if source.is_file():
+        head = source.read_text().split("\n---", 1)[0]
+        return source.read_text().startswith("---") and "kernelspec:" in head
+    return (HTML_DIR / "_sources" / f"{page}.ipynb").is_file()
+
+
+@pytest.mark.book
 @pytest.mark.parametrize("page", PAGES or ["(no build)"])
-def test_page_renders(browser: DevTools, page: str) -> None:
-    path = HTML_DIR / f"{page}.html"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing from the build")
-    report, exceptions = inspect_page(browser, path, SCREENSHOTS / f"{page.replace('/', '__')}.png")
+def test_each_chapter_offers_its_executed_notebook(reports: object, page: str) -> None:
+    if not _is_notebook_page(page):
+        pytest.skip(f"{page} is not a notebook")
+    link = reports(page, 1280)["download"]
+    assert link, f"{page}: no 'download .ipynb' button"
+    assert link["visible"] and link["hasDownload"], f"{page}: the .ipynb button is hidden or opens instead of saving"
+    path = Path(link["href"].removeprefix("file://"))
+    assert path.is_file() and path.suffix == ".ipynb", f"{page}: {link['href']} does not exist"
+    notebook = json.loads(path.read_text())
+    code = [
+        cell
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code" and "skip-execution" not in cell.get("metadata", {}).get("tags", [])
+    ]  # a cell tagged skip-execution is meant for a live kernel (the explorer's widget) and is not run at build
+    assert notebook["nbformat"] == 4, f"{page}: {path.name} is not a notebook"
+    executed = [cell for cell in code if cell.get("execution_count") or cell.get("outputs")]
+    assert len(executed) == len(code), f"{page}: {path.name} is not the executed notebook (cells without a run)"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("page", PAGES or ["(no build)"])
+def test_page(reports: object, page: str, check: str, width: int) -> None:
+    report = reports(page, width)
     assert report["title"] and report["heading"].strip(), f"{page}: no title or heading"
-    if report["maths"]:
-        assert report["mathjaxVersion"], f"{page}: MathJax did not load ({report['mathjaxScripts']})"
-        assert all(src.startswith("file:") for src in report["mathjaxScripts"]), report["mathjaxScripts"]
-    assert not report["unrendered"], f"{page}: maths not typeset by MathJax: {report['unrendered'][:3]}"
-    assert not report["mathErrors"], f"{page}: MathJax errors: {report['mathErrors'][:3]}"
-    broken = [i["src"] for i in report["images"] if not i["ok"]]
-    assert not broken, f"{page}: images that did not load: {broken}"
-    assert not report["tracebacks"] and not report["tracebackText"], f"{page}: a cell shows an error"
-    exceptions = [e for e in exceptions if not any(known in e for known in KNOWN_SCRIPT_ERRORS)]
-    assert not exceptions, f"{page}: scripts threw: {exceptions[:3]}"
-    assert (SCREENSHOTS / f"{page.replace('/', '__')}.png").stat().st_size > 1000
+    found = problems(report)[check]
+    assert not found, f"{page} at {width} px, {check}: " + "; ".join(found[:5])
+
+
+@pytest.mark.book
+def test_screenshots_of_every_page(reports: object) -> None:
+    """Every page at both widths (``make screenshots`` runs this test alone)."""
+    if not PAGES:
+        _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
+    for width in WIDTHS:
+        for page in PAGES:
+            reports(page, width)
+            shot = SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
+            assert shot.is_file() and shot.stat().st_size > 1000, f"no screenshot {shot}"

@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -81,6 +82,13 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
+
+
+def check_path(name: str, value: object) -> Path:
+    """Return ``value`` as a :class:`~pathlib.Path` if it is a string or a path-like object."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (a str or a pathlib.Path), got {type(value).__name__} {value!r}")
+    return Path(value)
 
 
 def check_seed(name: str, value: object) -> int:

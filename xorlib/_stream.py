@@ -280,11 +280,12 @@ def pair_deviations(
     Split: head 1 on whichever of :math:`u, v` the assignment favours, head 2 on
     the other; a head's deviation on its own bit is :math:`-(\alpha_o + S)`, never
     :math:`a - 1`. Tied: both heads on :math:`\tfrac12(e_u + e_v)`, deviations
-    :math:`\pm\tfrac12(a_u - a_v) - \tfrac12 S`, the difference taken as :math:`a_v\,\mathrm{expm1}(\log a_u - \log a_v)`.
+    :math:`\pm\tfrac12(a_u - a_v) - \tfrac12 S`, the difference taken as :math:`-a_u\,\mathrm{expm1}(\log a_v - \log a_u)`
+    (or its mirror image), whose exponent is never positive: exact even when one weight underflows to 0.
     """
     a_u, a_v, rest = log_u.exp(), log_v.exp(), log_rest.exp()
     if heads == "tied":
-        diff = a_v * torch.expm1(log_u - log_v)
+        diff = torch.where(log_u >= log_v, -a_u * torch.expm1(log_v - log_u), a_v * torch.expm1(log_u - log_v))
         alpha = torch.stack([0.5 * diff - 0.5 * rest, -0.5 * diff - 0.5 * rest], dim=-1)  # (2 heads, 2 positions)
         half = torch.full_like(alpha[0], 0.5)
         return {"A": half, "B": half, "X": alpha[0], "Y": alpha[1]}

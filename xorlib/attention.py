@@ -4,13 +4,11 @@ A head scores position :math:`k` by :math:`s_k = \langle q, p_k\rangle` and uses
 the weights :math:`\alpha = \mathrm{norm}(s)`. The standard forms of the
 literature:
 
-=================  ==========================================  =====================================
-``"softmax"``      :math:`\alpha_k = e^{s_k}/\sum_l e^{s_l}`      exact softmax attention
-``"linear"``       :math:`\alpha_k = s_k / d`                     linear (unnormalised bilinear) attention
-``"relu"``         :math:`\alpha_k = \max(s_k, 0)/d`              ReLU attention (Wortsman et al., 2023)
-``"sigmoid"``      :math:`\alpha_k = \sigma(s_k - \ln d)`         sigmoid attention (Ramapuram et al., 2024)
-``"componentwise"`` :math:`\alpha_k = e^{s_k}/d`                  exponential of each score, no normaliser
-=================  ==========================================  =====================================
+* ``"softmax"``: :math:`\alpha_k = e^{s_k}/\sum_l e^{s_l}`, exact softmax attention;
+* ``"linear"``: :math:`\alpha_k = s_k / d`, linear (unnormalised bilinear) attention;
+* ``"relu"``: :math:`\alpha_k = \max(s_k, 0)/d`, ReLU attention (Wortsman et al., 2023);
+* ``"sigmoid"``: :math:`\alpha_k = \sigma(s_k - \ln d)`, sigmoid attention (Ramapuram et al., 2024);
+* ``"componentwise"``: :math:`\alpha_k = e^{s_k}/d`, the exponential of each score, no normaliser.
 
 Only softmax couples the positions: raising the hidden scores lowers every
 other weight, whatever their scale. The element-wise forms must make each of

@@ -65,7 +65,9 @@ class WorstCase:
         return self.upper
 
 
-def _finish(lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool, margin: torch.Tensor) -> WorstCase:
+def _finish(
+    lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool, margin: torch.Tensor
+) -> WorstCase:
     exact = (upper - lower <= 1e-9 * upper.abs()) & torch.as_tensor(exact_allowed)
     return WorstCase(lower=lower, upper=upper, exact=exact, margin=margin)
 

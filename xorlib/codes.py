@@ -35,6 +35,7 @@ the last three to show what breaks without balance.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -238,9 +239,15 @@ class Codes:
             yield self.bulk, (self._tail_signs() / math.sqrt(self.nonzeros)).to(device=device, dtype=dtype)
 
     def dense(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> torch.Tensor:
-        """The whole matrix :math:`P`, shape ``(d, m)`` (refused above the allocation limit)."""
+        """The whole matrix :math:`P`, shape ``(d, m)`` (refused above the allocation limit).
+
+        Small matrices (at most :data:`DENSE_MEMO_ENTRIES` entries) are built once per
+        process and copied on each call, so a caller may modify its copy.
+        """
         dtype, device = check_dtype("dtype", dtype), check_device("device", device)
         check_size(f"the dense codes (d={self.d}, m={self.m})", self.d * self.m, dtype.itemsize)
+        if self.d * self.m <= DENSE_MEMO_ENTRIES:
+            return _dense_memo(self, dtype).to(device=device, copy=True)
         return torch.cat([rows for _, rows in self.blocks(dtype=dtype, device=device)])
 
     def rows(self, index: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -418,6 +425,16 @@ def _first_copies(rows: torch.Tensor) -> list[int]:
 def _byte_index(packed: torch.Tensor) -> torch.Tensor:
     """The bytes of a packed block ``(rows, groups)`` as int32 look-up indices, one contiguous row per group."""
     return packed.t().to(torch.int32, memory_format=torch.contiguous_format)
+
+
+#: Dense code matrices up to this many entries (4 MB in float64) are remembered by :meth:`Codes.dense`.
+DENSE_MEMO_ENTRIES = 2**19
+
+
+@functools.lru_cache(maxsize=16)
+def _dense_memo(codes: Codes, dtype: torch.dtype) -> torch.Tensor:
+    """The dense matrix of small codes on the CPU (never handed out: :meth:`Codes.dense` copies it)."""
+    return torch.cat([rows for _, rows in codes.blocks(dtype=dtype)])
 
 
 def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:

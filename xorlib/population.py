@@ -37,7 +37,7 @@ from ._checks import check_choice, check_pair, check_tensor
 from .attention import ATTENTION_KINDS, _scores_vjp, _weights
 from .model import HEADS, readout_constants
 
-__all__ = ["population_gradient", "population_loss", "population_score_gradient"]
+__all__ = ["loss_of_weights", "population_gradient", "population_loss", "population_score_gradient"]
 
 
 class Moments(NamedTuple):
@@ -134,6 +134,14 @@ def population_loss(
     """
     queries, codes, pair, heads, attention = _check(queries, codes, pair, heads, attention)
     weights = _weights(queries @ codes.T, attention)
+    return _loss(Moments.of(weights[..., 0, :], weights[..., 1, :], pair), *readout_constants(heads))
+
+
+def loss_of_weights(weights: torch.Tensor, pair: tuple[int, int], *, heads: str = "split") -> torch.Tensor:
+    r"""The population loss of given head weights ``(..., 2, d)`` (any normaliser, any real weights), from the moments."""
+    weights = check_tensor("weights", weights, ndim=(2, 3), shape={-2: 2})
+    pair = check_pair("pair", pair, weights.shape[-1])
+    heads = check_choice("heads", heads, HEADS)
     return _loss(Moments.of(weights[..., 0, :], weights[..., 1, :], pair), *readout_constants(heads))
 
 

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._checks import check_path
 from ._html import Table, table
 from .bank import CHAPTERS, chapter_questions, written_questions
 from .grading import GradeReport, grade_notebook
@@ -70,6 +71,7 @@ def read_marks(path: str | Path) -> dict[str, dict[str, float]]:
         For an unknown or auto-graded question id, a repeated student, or a
         mark that is not a number in ``[0, points]`` (naming the row and column).
     """
+    path = check_path("path", path)
     allowed = {q.id: q for q in written_questions()}
     with open(path, newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often add a byte-order mark
         reader = csv.DictReader(handle)

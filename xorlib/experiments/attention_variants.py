@@ -22,8 +22,8 @@ from .._checks import check_choice, check_float, check_int, check_pair
 from ..attention import ATTENTION_KINDS, _weights
 from ..certify import worst_case_loss
 from ..codes import Codes
-from ..model import HEADS, ModelConfig, readout_constants
-from ..population import population_gradient, population_loss
+from ..model import HEADS, ModelConfig
+from ..population import loss_of_weights, population_gradient, population_loss
 from ..runtime import progress
 from ..task import random_pair
 from ._runner import experiment
@@ -105,15 +105,8 @@ def variant_step(config: ModelConfig, pair: tuple[int, int], kappa: float) -> Va
     return VariantStep(
         config, pair, kappa, _weights(q0 @ codes.T, config.attention), weights,
         worst_case_loss(weights, pair, heads=config.heads),
-        float(loss) if loss is not None else float(_loss_of_weights(weights, pair, config.heads)),
+        float(loss) if loss is not None else float(loss_of_weights(weights, pair, heads=config.heads)),
     )  # fmt: skip
-
-
-def _loss_of_weights(weights: torch.Tensor, pair: tuple[int, int], heads: str) -> torch.Tensor:
-    """The population loss of given weights (used where the scores were capped)."""
-    from ..population import Moments, _loss
-
-    return _loss(Moments.of(weights[0], weights[1], pair), *readout_constants(heads))
 
 
 @dataclass(frozen=True)

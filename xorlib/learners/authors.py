@@ -14,7 +14,8 @@ to the circle afterwards. Its scores and output are
 
 .. math::
 
-    s_{h,j} = \frac{A^{(h)}_{02}\cos\frac{2\pi j}{n} + A^{(h)}_{03}\sin\frac{2\pi j}{n}}{n/4},\qquad
+    s_{h,j} = \frac{A^{(h)}_{02}\cos\frac{2\pi j}{n} + A^{(h)}_{03}\sin\frac{2\pi j}{n}}{n/4},
+
     \alpha_h = \operatorname{softmax}_j(s_h),\qquad o_h = \sum_j \alpha_{h,j}\, b_j .
 
 Since the scores depend on the position only, attention is the same for every

@@ -25,7 +25,9 @@ The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 .. math::
 
     \partial_a = h^\top g_f,\quad \partial_c = \textstyle\sum g_f,\quad
-    g_h = g_f\, a^\top \odot \mathbb 1[Wx + b > 0],\quad \partial_W = g_h^\top x,\quad \partial_b = \textstyle\sum g_h .
+    g_h = g_f\, a^\top \odot \mathbb 1[Wx + b > 0],
+
+    \partial_W = g_h^\top x,\quad \partial_b = \textstyle\sum g_h .
 """
 
 from __future__ import annotations

@@ -74,12 +74,13 @@ def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Fig
 
 def attention_window(
     weights: torch.Tensor, pair: tuple[int, int], half: int = 12
-) -> tuple[torch.Tensor, tuple[int, int]]:
+) -> tuple[torch.Tensor, tuple[int, int], list[str]]:
     """The weights ``(2, d)`` at the ``2 half + 1`` positions around each hidden bit (fewer if the windows overlap).
 
-    Returns the restricted weights and the hidden pair's positions inside the window,
-    so that :func:`plot_attention_maps` can show a model with millions of positions.
+    Returns the restricted weights, the hidden pair's places inside the window and
+    their true positions as tick labels, so that :func:`plot_attention_maps` can show a
+    model with millions of positions.
     """
     d = weights.shape[-1]
     keep = sorted({k for centre in pair for k in range(centre - half, centre + half + 1) if 0 <= k < d})
-    return weights[:, keep], (keep.index(pair[0]), keep.index(pair[1]))
+    return weights[:, keep], (keep.index(pair[0]), keep.index(pair[1])), [f"{k:,}" for k in sorted(pair)]

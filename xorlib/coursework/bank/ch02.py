@@ -25,45 +25,102 @@ CHAPTER = "ch02"
 
 # ----------------------------------------------------------------------------- q1: the population gradient
 def tied_gradient(queries, codes, pair):
-    """The exact population gradient of the tied model in the queries (softmax, f = 1 - 2 z1 z2), shape (2, m)."""
+    """The exact population gradient of the tied model in the queries (softmax, f =
+    1 - 2 z1 z2), shape (2, m).
+    """
     # BEGIN SOLUTION
     c0, c1 = 1.0, 2.0
     u, v = pair
     weights = torch.softmax(queries @ codes.T, dim=-1)
 
     def weight_gradient(own, other):
-        grad = c1**2 * (own * (other @ other) + 2 * (own @ other) * other - 2 * own * other**2) - c1 * c0 * other
-        grad[u] -= c1 * other[v]  # the label term, from E[y z1 z2] = -(a_u b_v + a_v b_u)
+        grad = (
+            c1**2
+            * (
+                own * (other @ other)
+                + 2 * (own @ other) * other
+                - 2 * own * other**2
+            )
+            - c1 * c0 * other
+        )
+        # the label term, from E[y z1 z2] = -(a_u b_v + a_v b_u)
+        grad[u] -= c1 * other[v]
         grad[v] -= c1 * other[u]
         return grad
 
-    g = torch.stack([weight_gradient(weights[0], weights[1]), weight_gradient(weights[1], weights[0])])
+    g = torch.stack(
+        [
+            weight_gradient(weights[0], weights[1]),
+            weight_gradient(weights[1], weights[0]),
+        ]
+    )
     return (weights * (g - (weights * g).sum(-1, keepdim=True))) @ codes
     # END SOLUTION
 
 
-def _gradient_reference(queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
+def _gradient_reference(
+    queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]
+) -> torch.Tensor:
     return population_gradient(queries, codes, pair, heads="tied")
 
 
-def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *labels: object) -> Case:
+def _gradient_case(
+    description: str, d: int, m: int, kind: str, scale: float, *labels: object
+) -> Case:
     queries = gaussian((2, m), scale, "ch02-q1", *labels)
-    return Case(description, (queries, codes(d, m, kind, "ch02-q1", *labels), pair(d, "ch02-q1", *labels)), d=d)
+    return Case(
+        description,
+        (
+            queries,
+            codes(d, m, kind, "ch02-q1", *labels),
+            pair(d, "ch02-q1", *labels),
+        ),
+        d=d,
+    )
 
 
 def _gradient_public() -> tuple[Case, ...]:
     return (
-        _gradient_case("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
-        _gradient_case("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
-        _gradient_case("two different random queries, d=10", 10, 6, "iid", 1.5, "c"),
+        _gradient_case(
+            "uniform attention (zero queries), balanced codes, d=8",
+            8,
+            6,
+            "balanced",
+            0.0,
+            "a",
+        ),
+        _gradient_case(
+            "uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"
+        ),
+        _gradient_case(
+            "two different random queries, d=10", 10, 6, "iid", 1.5, "c"
+        ),
     )
 
 
 def _gradient_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _gradient_case("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d", seed),
-        _gradient_case("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed),
-        _gradient_case("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f", seed),
+        _gradient_case(
+            "sharp untied heads, balanced codes, d=40",
+            40,
+            10,
+            "balanced",
+            4.0,
+            "d",
+            seed,
+        ),
+        _gradient_case(
+            "random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed
+        ),
+        _gradient_case(
+            "random queries, Gaussian codes, d=12",
+            12,
+            8,
+            "gaussian",
+            1.0,
+            "f",
+            seed,
+        ),
     )
 
 
@@ -113,7 +170,9 @@ TIED_GRADIENT = AutoQuestion(
 
 # ----------------------------------------------------------------------------- q2: one step from zero
 def tied_step_from_zero(codes, pair, lr):
-    """Both queries after one population gradient step of size lr from q1 = q2 = 0, shape (2, m)."""
+    """Both queries after one population gradient step of size lr from q1 = q2 = 0,
+    shape (2, m).
+    """
     # BEGIN SOLUTION
     d = codes.shape[0]
     i, j = pair
@@ -122,15 +181,22 @@ def tied_step_from_zero(codes, pair, lr):
     # END SOLUTION
 
 
-def _step_reference(codes: torch.Tensor, pair: tuple[int, int], lr: float) -> torch.Tensor:
+def _step_reference(
+    codes: torch.Tensor, pair: tuple[int, int], lr: float
+) -> torch.Tensor:
     zero = torch.zeros(2, codes.shape[1], dtype=codes.dtype)
     return -lr * population_gradient(zero, codes, pair, heads="tied")
 
 
-def _step_case(description: str, d: int, m: int, kind: str, sharpness: float, *labels: object) -> Case:
-    lr = sharpness * d**2 / 2  # the step that gives the pair a score of `sharpness` times its overlap
+def _step_case(
+    description: str, d: int, m: int, kind: str, sharpness: float, *labels: object
+) -> Case:
+    # the step that gives the pair a score of `sharpness` times its overlap
+    lr = sharpness * d**2 / 2
     return Case(
-        f"{description}, lr={lr:g}", (codes(d, m, kind, "ch02-q2", *labels), pair(d, "ch02-q2", *labels), lr), d=d
+        f"{description}, lr={lr:g}",
+        (codes(d, m, kind, "ch02-q2", *labels), pair(d, "ch02-q2", *labels), lr),
+        d=d,
     )
 
 
@@ -143,7 +209,15 @@ def _step_public() -> tuple[Case, ...]:
 
 def _step_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _step_case("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c", seed),
+        _step_case(
+            "unbalanced iid codes (the codes do not sum to zero), odd d=9",
+            9,
+            6,
+            "iid",
+            5.0,
+            "c",
+            seed,
+        ),
         _step_case("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d", seed),
         _step_case("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e", seed),
     )
@@ -193,13 +267,18 @@ TIED_STEP = AutoQuestion(
 
 # ----------------------------------------------------------------------------- q3: the exact worst case
 def tied_worst_case(weights, pair):
-    """The largest loss over all 2^d inputs for tied softmax heads with weights (d,) (rest mass <= 1/2), in O(d)."""
+    """The largest loss over all 2^d inputs for tied softmax heads with weights (d,)
+    (rest mass <= 1/2), in O(d).
+    """
     # BEGIN SOLUTION
     u, v = pair
-    rest = weights.sum() - weights[u] - weights[v]  # S: the attention outside the pair
+    # S: the attention outside the pair
+    rest = weights.sum() - weights[u] - weights[v]
     gap = (weights[u] - weights[v]).abs()
-    agree = 32 * rest**2 * (1 - rest) ** 2  # hidden bits equal (y = -1): |z| can fall to 1 - 2S
-    differ = 2 * (gap + rest) ** 4  # hidden bits differ (y = +1): |z| can rise to gap + S
+    # hidden bits equal (y = -1): |z| can fall to 1 - 2S
+    agree = 32 * rest**2 * (1 - rest) ** 2
+    # hidden bits differ (y = +1): |z| can rise to gap + S
+    differ = 2 * (gap + rest) ** 4
     return float(torch.maximum(agree, differ))
     # END SOLUTION
 
@@ -210,10 +289,14 @@ def _worst_reference(weights: torch.Tensor, pair: tuple[int, int]) -> float:
     others[[u, v]] = False
     rest = weights[others].sum()
     gap = (weights[u] - weights[v]).abs()
-    return float(torch.maximum(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4))
+    return float(
+        torch.maximum(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4)
+    )
 
 
-def _worst_case(description: str, d: int, height: float, skew: float, *labels: object) -> Case:
+def _worst_case(
+    description: str, d: int, height: float, skew: float, *labels: object
+) -> Case:
     hidden = pair(d, "ch02-q3", *labels)
     scores = peaked_scores(d, hidden, height, 1.0, "ch02-q3", *labels)
     scores[hidden[0]] += skew  # the two pair weights differ by a factor e^skew
@@ -251,9 +334,18 @@ def _worst_mistakes() -> tuple[Mistake, ...]:
         return float(2 * ((weights[pair[0]] - weights[pair[1]]).abs() + rest) ** 4)
 
     return (
-        Mistake("you returned the mean loss over the inputs, not the largest.", mean_loss),
-        Mistake("you only considered inputs whose hidden bits agree (y = -1); the others can be worse.", agree_only),
-        Mistake("you only considered inputs whose hidden bits differ (y = +1); the others can be worse.", differ_only),
+        Mistake(
+            "you returned the mean loss over the inputs, not the largest.",
+            mean_loss,
+        ),
+        Mistake(
+            "you only considered inputs whose hidden bits agree (y = -1); the others can be worse.",
+            agree_only,
+        ),
+        Mistake(
+            "you only considered inputs whose hidden bits differ (y = +1); the others can be worse.",
+            differ_only,
+        ),
     )
 
 
@@ -292,9 +384,15 @@ HEADS_STAY_TIED = WrittenQuestion(
         "parameters that do the work?"
     ),
     rubric=(
-        Criterion(1, "The loss is symmetric under exchanging the heads, so at $q_1 = q_2$ both gradients are equal."),
+        Criterion(
+            1,
+            "The loss is symmetric under exchanging the heads, so at $q_1 = q_2$ both gradients are equal.",
+        ),
         Criterion(1, "Induction: equal queries stay equal after every step."),
-        Criterion(1, "Conclusion: effectively one head, $m$ numbers (not $2m$) do the work."),
+        Criterion(
+            1,
+            "Conclusion: effectively one head, $m$ numbers (not $2m$) do the work.",
+        ),
     ),
     answer=(
         "$f = 1 - 2z_1z_2$ and the loss are unchanged when the heads are swapped. At a point with "

@@ -23,15 +23,26 @@ __all__ = [
 CHAPTER = "ch05"
 
 
-def _autograd_pullback(kind: str, scores: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The weights and :math:`(\\partial\\alpha/\\partial s)^\\top g` by automatic differentiation."""
+def _autograd_pullback(
+    kind: str, scores: torch.Tensor, grad: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weights and :math:`(\\partial\\alpha/\\partial s)^\\top g` by automatic
+    differentiation.
+    """
     s = scores.detach().clone().requires_grad_(True)
     weights = attention_weights(s, kind)
     (pullback,) = torch.autograd.grad(weights, s, grad_outputs=grad)
     return weights.detach(), pullback
 
 
-def _variant_case(description: str, d: int, scale: float, zeros: int, question: str, *labels: object) -> Case:
+def _variant_case(
+    description: str,
+    d: int,
+    scale: float,
+    zeros: int,
+    question: str,
+    *labels: object,
+) -> Case:
     scores = gaussian((2, d), scale, question, "s", *labels)
     scores[:, :zeros] = 0.0  # exact zeros, where the ReLU has its kink
     grad = gaussian((2, d), 1.0, question, "g", *labels)
@@ -40,11 +51,14 @@ def _variant_case(description: str, d: int, scale: float, zeros: int, question: 
 
 # ----------------------------------------------------------------------------- q1: ReLU attention
 def relu_attention(scores, grad):
-    """ReLU attention weights relu(s)/d and the pull-back (d alpha/d s)^T grad, both of shape (2, d)."""
+    """ReLU attention weights relu(s)/d and the pull-back (d alpha/d s)^T grad, both
+    of shape (2, d).
+    """
     # BEGIN SOLUTION
     d = scores.shape[-1]
     weights = torch.relu(scores) / d
-    pullback = (scores > 0).to(grad.dtype) * grad / d  # the derivative at s = 0 is taken as 0
+    # the derivative at s = 0 is taken as 0
+    pullback = (scores > 0).to(grad.dtype) * grad / d
     return weights, pullback
     # END SOLUTION
 
@@ -52,7 +66,14 @@ def relu_attention(scores, grad):
 def _relu_public() -> tuple[Case, ...]:
     return (
         _variant_case("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
-        _variant_case("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b"),
+        _variant_case(
+            "scores of both signs, two of them exactly 0",
+            20,
+            2.0,
+            2,
+            "ch05-q1",
+            "b",
+        ),
     )
 
 
@@ -78,8 +99,14 @@ def _relu_mistakes() -> tuple[Mistake, ...]:
         return torch.relu(scores) / d, torch.relu(scores) / d * grad
 
     return (
-        Mistake("at s = 0 exactly the ReLU's derivative is taken as 0 (as torch does); you used 1 there.", at_zero),
-        Mistake("the pull-back has no mask: g/d is linear attention's; ReLU passes g only where s > 0.", no_mask),
+        Mistake(
+            "at s = 0 exactly the ReLU's derivative is taken as 0 (as torch does); you used 1 there.",
+            at_zero,
+        ),
+        Mistake(
+            "the pull-back has no mask: g/d is linear attention's; ReLU passes g only where s > 0.",
+            no_mask,
+        ),
         Mistake(
             "you multiplied the weights by g; the pull-back is the derivative of the weights times g.",
             weights_times_grad,
@@ -110,7 +137,9 @@ RELU_ATTENTION = AutoQuestion(
 
 # ----------------------------------------------------------------------------- q2: sigmoid attention
 def sigmoid_attention(scores, grad):
-    """Sigmoid attention weights sigmoid(s - ln d) and the pull-back alpha (1 - alpha) grad, both (2, d)."""
+    """Sigmoid attention weights sigmoid(s - ln d) and the pull-back alpha (1 -
+    alpha) grad, both (2, d).
+    """
     # BEGIN SOLUTION
     d = scores.shape[-1]
     weights = torch.sigmoid(scores - math.log(d))
@@ -128,7 +157,9 @@ def _sigmoid_public() -> tuple[Case, ...]:
 def _sigmoid_hidden(seed: int) -> tuple[Case, ...]:
     return (
         _variant_case("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c", seed),
-        _variant_case("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed),
+        _variant_case(
+            "zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed
+        ),
         _variant_case("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e", seed),
     )
 
@@ -152,10 +183,22 @@ def _sigmoid_mistakes() -> tuple[Mistake, ...]:
         return w, w * grad
 
     return (
-        Mistake("no shift: sigmoid(s) puts weight 1/2 on every position at s = 0; the shift is -ln d.", unshifted),
-        Mistake("sigmoid(s)/d is a different normaliser; sigmoid attention shifts the scores by -ln d.", divided),
-        Mistake("the shift has the wrong sign: sigmoid(s - ln d), not sigmoid(s + ln d).", plus_log),
-        Mistake("the derivative of the sigmoid is alpha (1 - alpha), not alpha.", no_one_minus),
+        Mistake(
+            "no shift: sigmoid(s) puts weight 1/2 on every position at s = 0; the shift is -ln d.",
+            unshifted,
+        ),
+        Mistake(
+            "sigmoid(s)/d is a different normaliser; sigmoid attention shifts the scores by -ln d.",
+            divided,
+        ),
+        Mistake(
+            "the shift has the wrong sign: sigmoid(s - ln d), not sigmoid(s + ln d).",
+            plus_log,
+        ),
+        Mistake(
+            "the derivative of the sigmoid is alpha (1 - alpha), not alpha.",
+            no_one_minus,
+        ),
     )
 
 
@@ -191,12 +234,16 @@ ONLY_SOFTMAX_COUPLES = WrittenQuestion(
         "element-wise head must do instead to make its rest mass small."
     ),
     rubric=(
-        Criterion(1, "Softmax divides by the sum, so every weight depends on every score."),
         Criterion(
-            1, "An element-wise weight depends only on its own score: raising the pair leaves the rest unchanged."
+            1, "Softmax divides by the sum, so every weight depends on every score."
         ),
         Criterion(
-            1, "So each of the $d - 2$ other scores must be pushed down on its own (a step that scales with $d$)."
+            1,
+            "An element-wise weight depends only on its own score: raising the pair leaves the rest unchanged.",
+        ),
+        Criterion(
+            1,
+            "So each of the $d - 2$ other scores must be pushed down on its own (a step that scales with $d$).",
         ),
     ),
     answer=(

@@ -1,0 +1,303 @@
+"""JupyterLab as a reader gets it: `make lab`, then a chapter by the launch button's link, as a runnable notebook.
+
+The test starts JupyterLab exactly as the README says (``make lab``, options in ``LAB_ARGS``: a free port on
+127.0.0.1, a token, no browser; user settings, data and runtime folders isolated in a temporary directory), opens a
+chapter in headless Chromium at the URL path the book's launch button builds (``lab/tree/chapters/NN.md``, read from
+the built page when there is one), and checks that a notebook panel with code cells appears, not the text editor.
+Then it runs that chapter's code cells, in order, in the kernel that JupyterLab started for it, over the Jupyter
+server's kernel websocket, and checks that none fails.
+
+The chapter is the one of ``_toc.yml`` with the fewest lines of code (``XORLIB_LAB_CHAPTER=chapters/NN.md`` picks
+another). Marked ``lab``: ``make test`` runs it; ``pytest -m lab`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote
+
+import _chromium
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTUP_TIMEOUT = 60.0
+RUN_TIMEOUT = 120.0
+
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(300)]
+
+
+def _toc_chapters() -> list[str]:
+    data = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in data.items() if k != "root"})
+    paths = [ROOT / (f if f.endswith((".md", ".ipynb")) else f + ".md") for f in found]
+    return [p.relative_to(ROOT).as_posix() for p in paths if p.is_file() and p.suffix == ".md"]
+
+
+def _code_lines(path: Path) -> int:
+    cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", path.read_text(), flags=re.MULTILINE | re.DOTALL)
+    return sum(len(cell.splitlines()) for cell in cells) if cells else 10**9
+
+
+def _chapter() -> str:
+    if chosen := os.environ.get("XORLIB_LAB_CHAPTER"):
+        return chosen
+    chapters = [c for c in _toc_chapters() if _code_lines(ROOT / c) < 10**9]
+    if not chapters:
+        pytest.skip("no chapter with code cells in _toc.yml")
+    return min(chapters, key=lambda c: _code_lines(ROOT / c))
+
+
+def launch_urlpath(chapter: str) -> str:
+    """The ``urlpath`` of the chapter's Binder launch link: from the built page, else as sphinx-book-theme builds it."""
+    page = ROOT / "_build" / "html" / Path(chapter).with_suffix(".html")
+    if page.is_file() and (match := re.search(r"mybinder[^\"']*[?&]urlpath=([^\"'&]+)", page.read_text())):
+        return unquote(match[1])
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    interface = {"classic": "tree", "jupyterlab": "lab/tree"}[config["launch_buttons"]["notebook_interface"]]
+    book = str(config.get("repository", {}).get("path_to_book", "")).strip("/")
+    return f"{interface}/{book + '/' if book else ''}{chapter}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server started by ``make lab``: its URL, token and REST API."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.port = _free_port()
+        self.token = uuid.uuid4().hex
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={ROOT}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+            *(["--allow-root"] if os.geteuid() == 0 else []),  # CI runs as root
+        ]
+        env = dict(os.environ)
+        for name, folder in (
+            ("JUPYTERLAB_SETTINGS_DIR", "user-settings"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("IPYTHONDIR", "ipython"),
+        ):
+            env[name] = str(tmp / folder)
+        env.pop("JUPYTERLAB_DIR", None)
+        self.log = tmp / "lab.log"
+        # `-o STAMP`: never reinstall the environment from here (the test runs inside it, offline).
+        command = ["make", "-s", "-o", ".venv/.installed-stamp", "lab", "LAB_ARGS=" + " ".join(args)]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                self.api("status")
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    pytest.fail(f"JupyterLab did not start: {self.log.read_text()[-3000:]}")
+                time.sleep(0.5)
+
+    def api(self, path: str, method: str = "GET", body: dict | None = None) -> object:
+        request = urllib.request.Request(
+            f"{self.url}/api/{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            text = reply.read()
+        return json.loads(text) if text else None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 15)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)
+                self.process.wait(timeout=10)
+
+
+def _loopback_works() -> bool:
+    """Whether a server on 127.0.0.1 can be reached (not in a bare ``unshare -n``, where lo is down)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        try:
+            socket.create_connection(server.getsockname(), timeout=2).close()
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not _loopback_works():
+        pytest.skip("127.0.0.1 is unreachable (a bare `unshare -n`: run `ip link set lo up` in it first)")
+    if not (ROOT / ".venv" / "bin" / "jupyter-lab").exists():
+        pytest.fail("jupyterlab is not installed in .venv (it is pinned in requirements.txt: make env)")
+    server = Lab(tmp_path_factory.mktemp("lab"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_launch_link_is_a_lab_tree_path() -> None:
+    chapter = _chapter()
+    assert launch_urlpath(chapter) == f"lab/tree/{chapter}", launch_urlpath(chapter)
+
+
+# Runs in JupyterLab's page: the widget in the main area, and the cells of its notebook if it is one.
+PANEL = """
+(() => {
+  const tab = document.querySelector('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel');
+  const panel = document.querySelector('#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)');
+  const editor = document.querySelector('#jp-main-dock-panel .jp-FileEditor:not(.lm-mod-hidden)');
+  return {
+    tab: tab ? tab.textContent : null,
+    notebook: !!panel,
+    editor: !!editor,
+    codeCells: panel ? panel.querySelectorAll('.jp-CodeCell').length : 0,
+    markdownCells: panel ? panel.querySelectorAll('.jp-MarkdownCell').length : 0,
+    kernel: panel ? ((panel.querySelector('[data-jp-item-name="kernelName"]') || {}).textContent || '').trim() : '',
+  };
+})()
+"""
+
+
+def test_the_launch_link_opens_a_notebook_with_code_cells(lab: Lab) -> None:
+    chapter = _chapter()
+    with _chromium.launch() as browser, browser.page(1280, 900) as tab:
+        tab.navigate(f"{lab.url}/{launch_urlpath(chapter)}?token={lab.token}", timeout=90.0)
+        try:
+            state = tab.wait_until(
+                f"(() => {{ const s = {PANEL}; return (s.notebook && s.codeCells) || s.editor ? s : null; }})()",
+                timeout=60.0,
+            )
+        except TimeoutError:
+            pytest.fail(f"neither a notebook nor an editor opened for {chapter}: {tab.evaluate(PANEL)}")
+        assert not state["editor"], f"{chapter} opened in the text editor, not as a notebook: {state}"
+        assert state["notebook"] and state["codeCells"] > 0, state
+        assert state["tab"] == Path(chapter).name, state
+        try:  # runnable: JupyterLab starts the chapter's kernel
+            state = tab.wait_until(
+                f"(() => {{ const s = {PANEL}; return /python/i.test(s.kernel) ? s : null; }})()", timeout=60.0
+            )
+        except TimeoutError:
+            pytest.fail(f"no kernel started for {chapter}: {tab.evaluate(PANEL)}")
+        tab.screenshot(ROOT / "_build" / "screenshots" / "jupyterlab.png", max_height=900)
+    assert any(s.get("path") == chapter for s in lab.api("sessions")), lab.api("sessions")
+
+
+async def _run_cells(lab: Lab, kernel_id: str, cells: list[str]) -> list[str]:
+    """Execute ``cells`` in order in the kernel; return the errors (``ename: evalue``) of the cells that failed."""
+    from tornado.websocket import websocket_connect
+
+    url = f"ws://127.0.0.1:{lab.port}/api/kernels/{kernel_id}/channels?token={lab.token}"
+    connection = await websocket_connect(url)
+    session = uuid.uuid4().hex
+    errors: list[str] = []
+    try:
+        for number, code in enumerate(cells, start=1):
+            msg_id = uuid.uuid4().hex
+            request = {
+                "header": {
+                    "msg_id": msg_id,
+                    "username": "test",
+                    "session": session,
+                    "msg_type": "execute_request",
+                    "version": "5.3",
+                },
+                "parent_header": {},
+                "metadata": {},
+                "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {}},
+                "channel": "shell",
+                "buffers": [],
+            }
+            await connection.write_message(json.dumps(request))
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return [*errors, f"cell {number} did not finish in {RUN_TIMEOUT:.0f} s"]
+                raw = await asyncio.wait_for(connection.read_message(), timeout=left)
+                if raw is None:
+                    return [*errors, "the kernel websocket closed"]
+                if isinstance(raw, bytes):
+                    continue
+                message = json.loads(raw)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                if message["channel"] == "shell" and message["header"]["msg_type"] == "execute_reply":
+                    content = message["content"]
+                    if content["status"] != "ok":
+                        errors.append(f"cell {number}: {content.get('ename')}: {content.get('evalue')}")
+                    break
+            if errors:
+                break
+    finally:
+        connection.close()
+    return errors
+
+
+def test_the_chapter_runs_to_the_end_in_the_labs_kernel(lab: Lab) -> None:
+    import jupytext
+
+    chapter = _chapter()
+    sessions = [s for s in lab.api("sessions") if s.get("path") == chapter]
+    if sessions:  # the kernel JupyterLab started when the notebook opened
+        kernel_id = sessions[0]["kernel"]["id"]
+    else:  # this test alone: start one for the chapter, as opening it does
+        session = lab.api(
+            "sessions", "POST", {"path": chapter, "type": "notebook", "name": chapter, "kernel": {"name": "python3"}}
+        )
+        kernel_id = session["kernel"]["id"]
+    notebook = jupytext.read(ROOT / chapter)
+    cells = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "skip-execution" not in cell.metadata.get("tags", [])
+    ]
+    assert cells, f"{chapter} has no code cells"
+    errors = asyncio.run(_run_cells(lab, kernel_id, cells))
+    assert not errors, f"{chapter} in JupyterLab's kernel: {errors}"
+    kernel = lab.api(f"kernels/{kernel_id}")
+    assert kernel["execution_state"] in ("idle", "busy"), kernel
