@@ -88,7 +88,9 @@ class Spec:
         names = (param,)
         values = [v for v in values if not (v is None and self.none)]
         extra = [] if self.none else [st.none()]
-        strategy = st.one_of(*(s for s in [strategy, *extra] if s is not None)) if (strategy is not None or extra) else None
+        strategy = (
+            st.one_of(*(s for s in [strategy, *extra] if s is not None)) if (strategy is not None or extra) else None
+        )
         return Case(
             "type",
             param,
@@ -260,7 +262,9 @@ class Number(Spec):
     none: bool = False
 
     def cases(self, param: str) -> list[Case]:
-        return [self._type_case(param, ["1.0", [1.0], True, None], st.one_of(st.text(max_size=4), st.lists(st.floats())))]
+        return [
+            self._type_case(param, ["1.0", [1.0], True, None], st.one_of(st.text(max_size=4), st.lists(st.floats())))
+        ]
 
 
 @dataclass(frozen=True)
@@ -477,7 +481,10 @@ class Tensor(Spec):
                     "values",
                     param,
                     _bads(
-                        "values", param, names, [("doubled", lambda t: t * 2), ("with a -1", lambda t: _set_entry(t, 0, -1))]
+                        "values",
+                        param,
+                        names,
+                        [("doubled", lambda t: t * 2), ("with a -1", lambda t: _set_entry(t, 0, -1))],
                     ),
                 )
             )
@@ -497,8 +504,10 @@ class Tensor(Spec):
         return [c for c in cases if c.canonical or c.strategy is not None]
 
 
-def _replace_first(sequence: Sequence, item: object) -> object:
-    items = [item, *list(sequence)[1:]]
+def _replace_first(sequence: Sequence, bad: Bad) -> object:
+    """``sequence`` with its first item made bad (an empty one gets one bad item)."""
+    items = list(sequence) if isinstance(sequence, (list, tuple)) else []
+    items = [bad.make(items[0] if items else MISSING), *items[1:]]
     return tuple(items) if isinstance(sequence, tuple) else items
 
 
@@ -542,7 +551,7 @@ class Seq(Spec):
                         f"item {b.category}",
                         param,
                         f"[{b.text}, ...]",
-                        lambda s, b=b: _replace_first(s, b.make(s[0])),
+                        lambda s, b=b: _replace_first(s, b),
                         names,
                     )
                     for b in case.canonical
@@ -551,7 +560,7 @@ class Seq(Spec):
                 if case.strategy is not None:
                     strategy = case.strategy.map(
                         lambda b: Bad(
-                            f"item {b.category}", param, f"[{b.text}, ...]", lambda s: _replace_first(s, b.make(s[0])), names
+                            f"item {b.category}", param, f"[{b.text}, ...]", lambda s: _replace_first(s, b), names
                         )
                     )
                 cases.append(Case(f"item {case.category}", param, canonical, strategy))

@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 
 #: Floating dtypes the package computes in.
@@ -23,6 +24,12 @@ FLOAT_DTYPES = (torch.float32, torch.float64)
 
 #: Default ceiling on a single allocation, in bytes (``XORLIB_MAX_BYTES`` overrides it).
 DEFAULT_MAX_BYTES = 8 * 2**30
+
+
+def _brief(value: object) -> str:
+    """``repr(value)``, cut to a line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _range(minimum: float | None, maximum: float | None, *, strict: bool = False) -> str:
@@ -75,6 +82,14 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
+def check_instance(name: str, value: object, types: type | tuple[type, ...], what: str) -> object:
+    """Return ``value`` if it is an instance of ``types`` (``what`` names them); a bool is not taken for a number."""
+    allowed = types if isinstance(types, tuple) else (types,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     """Return ``value`` if it is one of the strings in ``choices``."""
     if not isinstance(value, str):
@@ -87,7 +102,7 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
 def check_path(name: str, value: object) -> Path:
     """Return ``value`` as a :class:`~pathlib.Path` if it is a string or a path-like object."""
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (a str or a pathlib.Path), got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a path (a str or a pathlib.Path), got {type(value).__name__} {_brief(value)}")
     return Path(value)
 
 
@@ -98,6 +113,8 @@ def check_seed(name: str, value: object) -> int:
 
 def check_pair(name: str, pair: object, d: int) -> tuple[int, int]:
     """Return the hidden pair as ``(i, j)`` with ``i < j``: two distinct positions in ``[0, d)``."""
+    if d < 2:
+        raise ValueError(f"{name} needs at least 2 positions to choose from, but there are d = {d}")
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         raise TypeError(f"{name} must be a pair (i, j) of two distinct integers in [0, {d - 1}], got {pair!r}")
     i = check_int(f"{name}[0]", pair[0], minimum=0, maximum=d - 1)
@@ -105,6 +122,51 @@ def check_pair(name: str, pair: object, d: int) -> tuple[int, int]:
     if i == j:
         raise ValueError(f"{name} must hold two distinct positions in [0, {d - 1}], got ({i}, {j})")
     return (i, j) if i < j else (j, i)
+
+
+def check_sequence(name: str, value: object, *, nonempty: bool = True) -> Sequence:
+    """Return ``value`` if it is a list, a tuple or a 1-d array (not a string); ``nonempty``: with an item at least."""
+    is_array = isinstance(value, np.ndarray) and value.ndim == 1
+    if not is_array and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)):
+        raise TypeError(f"{name} must be a list, a tuple or a 1-d array, got {type(value).__name__} {_brief(value)}")
+    if nonempty and len(value) == 0:
+        raise ValueError(f"{name} must hold at least one item, got an empty {type(value).__name__}")
+    return value
+
+
+def check_members(name: str, values: object, allowed: Sequence[object]) -> list:
+    """The items of a non-empty sequence, each one of ``allowed`` (e.g. the dimensions a result holds)."""
+    items = list(check_sequence(name, values))
+    for k, value in enumerate(items):
+        if isinstance(value, bool) or value not in allowed:
+            raise ValueError(f"{name}[{k}] must be one of {list(allowed)}, got {_brief(value)}")
+    return items
+
+
+def check_numbers(
+    name: str,
+    values: object,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict_minimum: bool = False,
+    finite: bool = True,
+    nonempty: bool = True,
+) -> list[float]:
+    """The items of a sequence of real numbers as floats, each checked like :func:`check_float` (``finite=False``:
+    any real number, NaN and infinities included)."""
+    items = check_sequence(name, values, nonempty=nonempty)
+    if finite:
+        return [
+            check_float(f"{name}[{k}]", v, minimum=minimum, maximum=maximum, strict_minimum=strict_minimum)
+            for k, v in enumerate(items)
+        ]
+    out = []
+    for k, v in enumerate(items):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name}[{k}] must be a real number, got {type(v).__name__} {v!r}")
+        out.append(float(v))
+    return out
 
 
 def check_device(name: str, device: object) -> torch.device:
@@ -182,7 +244,7 @@ def check_tensor(
     if value.dtype not in FLOAT_DTYPES:
         raise TypeError(
             f"{name} must be a floating tensor (torch.float32 or torch.float64), got {value.dtype}; "
-            f"convert it first, e.g. {name}.double()"
+            f"convert it first, e.g. {name.split(' ')[0]}.double()"
         )
     allowed = (ndim,) if isinstance(ndim, int) else ndim
     if value.ndim not in allowed:

@@ -381,6 +381,11 @@ def cached(function: F) -> F:
 
 def clear_cache(function: Callable[..., Any] | None = None) -> None:
     """Delete the cached results of ``function`` (a cached function), or all of them if ``None``; the key stays."""
+    if function is not None and not callable(getattr(function, "uncached", None)):
+        raise TypeError(
+            "function must be a cached function (made by @cached or @experiment) or None, "
+            f"got {type(function).__name__} {getattr(function, '__name__', function)!r}"
+        )
     folder = cache_dir() / "v1" / ("" if function is None else _folder(_name(function)))
     if folder.is_dir():
         shutil.rmtree(folder)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_choice, check_pair, check_tensor
+from ._checks import check_choice, check_instance, check_pair, check_tensor
 from .model import HEADS, readout_constants
 
 __all__ = ["WorstCase", "certify_scores", "worst_case_loss"]
@@ -53,6 +53,10 @@ class WorstCase:
     upper: torch.Tensor
     exact: torch.Tensor
     margin: torch.Tensor  # a lower bound on min_x y f(x): every input is classified correctly where it is > 0
+
+    def __post_init__(self) -> None:
+        for name in ("lower", "upper", "exact", "margin"):
+            check_instance(name, getattr(self, name), torch.Tensor, "a tensor")
 
     @property
     def all_signs_correct(self) -> torch.Tensor:

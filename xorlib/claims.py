@@ -69,6 +69,10 @@ CLAIMS = (
 
 def claims_table(prefix: str = "") -> HTML:
     """The status table as HTML, each claim linked to its place in the book (``prefix``: path from the page to the root)."""
+    if not isinstance(prefix, str):
+        raise TypeError(
+            f"prefix must be a str (the path from the page to the book's root), got {type(prefix).__name__}"
+        )
     rows = "".join(
         f"<tr><td>{c.claim}</td><td>{c.model}</td><td class='status-{c.status.split()[0]}'>{c.status}</td>"
         f"<td><a href='{prefix}chapters/{c.chapter}.html#{c.label}'>{c.chapter.split('_', 1)[0]}: {c.label}</a></td></tr>"

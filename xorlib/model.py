@@ -34,7 +34,7 @@ from torch import nn
 from . import _random
 from ._checks import check_choice, check_dtype, check_float, check_seed, check_tensor
 from .attention import ATTENTION_KINDS, _weights
-from .codes import Codes
+from .codes import CODE_KINDS, Codes
 
 __all__ = ["ModelConfig", "TwoHeadModel", "readout_constants"]
 
@@ -88,6 +88,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         check_choice("heads", self.heads, HEADS)
         check_choice("attention", self.attention, ATTENTION_KINDS)
+        check_choice("code_kind", self.code_kind, CODE_KINDS)
+        check_seed("code_seed", self.code_seed)
         codes = Codes(self.d, self.m, seed=self.code_seed, kind=self.code_kind)
         object.__setattr__(self, "m", codes.m)
         start = self.start if self.start is not None else ("zero" if self.heads == "tied" else "antisymmetric")

@@ -30,12 +30,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 
 from . import _samples, _stream
-from ._checks import check_choice, check_device, check_float, check_int, check_pair, check_seed, check_size
+from ._checks import (
+    check_choice,
+    check_device,
+    check_float,
+    check_instance,
+    check_int,
+    check_numbers,
+    check_pair,
+    check_seed,
+    check_sequence,
+    check_size,
+    check_tensor,
+)
 from .certify import WorstCase, _certify_summary
 from .codes import BlockView
 from .model import ModelConfig
@@ -51,6 +64,8 @@ STEP_RULES = ("certified", "lattice")
 KEEP_WEIGHTS = 2**20
 #: The tied model's certified rule scans this many step sizes up to this many positions (beyond: the margin form).
 SCAN_POINTS, SCAN_UP_TO = 121, 2**18
+#: The largest ``d`` one step streams over: a pass costs about 0.2 µs per position (minutes at this size).
+MAX_D = 10**9
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,8 @@ class OneStepConfig:
         if not isinstance(self.model, ModelConfig):
             raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
         if self.model.attention != "softmax":
-            raise ValueError(f"one_step needs softmax attention, got attention={self.model.attention!r}")
+            raise ValueError(f"model.attention must be 'softmax' for one step, got {self.model.attention!r}")
+        check_int("model.d", self.model.d, minimum=4, maximum=MAX_D)
         object.__setattr__(self, "pair", check_pair("pair", self.pair, self.model.d))
         if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
             check_int("n", self.n, minimum=1, maximum=10**10)
@@ -131,6 +147,19 @@ class OneStepResult:
     mean_loss_after: float
     weights_before: torch.Tensor | None = None  # (2, d), kept for d <= KEEP_WEIGHTS
     weights_after: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        check_instance("config", self.config, OneStepConfig, "a OneStepConfig")
+        check_instance("rule", self.rule, str, "a str")
+        check_instance("worst_case", self.worst_case, WorstCase, "a WorstCase")
+        for name in ("direction_top", "found"):
+            check_instance(name, getattr(self, name), tuple, "a tuple")
+        for name in ("kappa", "lr", "mean_loss_before", "mean_loss_after"):
+            check_instance(name, getattr(self, name), numbers.Real, "a real number")
+        for name in ("queries_before", "queries_after", "pair_weights", "rest_mass"):
+            check_instance(name, getattr(self, name), torch.Tensor, "a tensor")
+        for name in ("weights_before", "weights_after"):
+            check_instance(name, getattr(self, name), (torch.Tensor, type(None)), "a tensor or None")
 
     @property
     def pair(self) -> tuple[int, int]:
@@ -187,7 +216,7 @@ def one_step(
     >>> result.split, result.success
     (True, True)
     """
-    d = check_int("d", d, minimum=4)
+    d = check_int("d", d, minimum=4, maximum=MAX_D)
     seed = check_seed("seed", seed)
     model = ModelConfig(d, heads, m=m, code_kind=code_kind, code_seed=seed, start=start, sigma=sigma, init_seed=seed)
     pair = random_pair(d, seed=seed) if pair is None else pair
@@ -340,9 +369,11 @@ def worst_case_curve(config: OneStepConfig, kappas: torch.Tensor | list[float]) 
     """The certified worst case for every sharpness in ``kappas``, from one gradient: one pass over the positions."""
     if not isinstance(config, OneStepConfig):
         raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
-    kappas = torch.as_tensor(kappas, dtype=torch.float64)
-    if kappas.ndim != 1 or kappas.numel() == 0 or not bool(torch.isfinite(kappas).all()) or bool((kappas <= 0).any()):
-        raise ValueError("kappas must be a non-empty 1-d list of positive finite sharpnesses")
+    if isinstance(kappas, torch.Tensor):
+        kappas = check_tensor("kappas", kappas, ndim=1).tolist()
+    kappas = torch.tensor(
+        check_numbers("kappas", kappas, minimum=0.0, maximum=1e12, strict_minimum=True), dtype=torch.float64
+    )
     with threads(1):
         state = _gradient(config)
         pair, model = config.pair, config.model
@@ -366,7 +397,8 @@ def learning_curve(config: OneStepConfig, sample_sizes: list[int] | tuple[int, .
     """
     if not isinstance(config, OneStepConfig):
         raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
-    sizes = [check_int("sample_sizes[i]", n, minimum=1, maximum=10**10) for n in sample_sizes]
+    sample_sizes = check_sequence("sample_sizes", sample_sizes)
+    sizes = [check_int(f"sample_sizes[{k}]", n, minimum=1, maximum=10**10) for k, n in enumerate(sample_sizes)]
     if not sizes or sizes != sorted(set(sizes)):
         raise ValueError(
             f"sample_sizes must be a non-empty increasing sequence of distinct sizes, got {list(sample_sizes)}"

@@ -179,6 +179,12 @@ def html_table(
         raise ValueError("columns must name at least one column")
     keys, records = _records(rows, list(columns) if columns is not None else None)
     headers = headers or {key: key for key in keys}
+    if formats is not None and not isinstance(formats, Mapping):
+        raise TypeError(
+            f"formats must be a mapping from column to format spec or function, got {type(formats).__name__}"
+        )
+    if caption is not None and not isinstance(caption, str):
+        raise TypeError(f"caption must be a string or None, got {type(caption).__name__}")
     formats = dict(formats or {})
     unknown = [key for key in formats if key not in keys]
     if unknown:

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ._checks import check_float, check_int, check_tensor
+from ._checks import check_choice, check_float, check_int, check_pair, check_tensor
 
 __all__ = [
     "first_order_split_vector",
@@ -57,7 +57,7 @@ def tied_worst_case(rest: float, gap: float = 0.0) -> float:
 def tied_margin(codes: torch.Tensor, pair: tuple[int, int]) -> float:
     r"""The tied margin :math:`\gamma = \min_{k\notin\{u,v\}}\langle p_u - p_k, p_u + p_v\rangle` of dense codes ``(d, m)``; 0 for a tie."""
     codes = check_tensor("codes", codes, ndim=2)
-    u, v = pair
+    u, v = check_pair("pair", pair, codes.shape[0])
     g = codes @ (codes[u] + codes[v])
     others = torch.ones(codes.shape[0], dtype=torch.bool)
     others[[u, v]] = False
@@ -67,7 +67,7 @@ def tied_margin(codes: torch.Tensor, pair: tuple[int, int]) -> float:
 def rest_mass(scores: torch.Tensor, pair: tuple[int, int]) -> float:
     r"""The softmax weight off the pair, :math:`E = e^{\operatorname{lse}(s_{k\notin\{u,v\}}) - \operatorname{lse}(s)}`, for scores ``(d,)`` (log domain: exact below :math:`10^{-300}`)."""
     scores = check_tensor("scores", scores, ndim=1)
-    u, v = pair
+    u, v = check_pair("pair", pair, scores.shape[0])
     rest = scores.double().clone()
     rest[[u, v]] = -torch.inf
     return float(torch.exp(torch.logsumexp(rest, 0) - torch.logsumexp(scores.double(), 0)))
@@ -124,6 +124,8 @@ def lattice_sharpness(d: int, margin_step: float, epsilon: float) -> float:
     (:attr:`xorlib.codes.Codes.margin_step`, :math:`4/m` for even :math:`d`), so this one
     sharpness certifies every draw whose margin is positive.
     """
+    d = check_int("d", d, minimum=4)
+    margin_step = check_float("margin_step", margin_step, minimum=0.0, strict_minimum=True)
     return tied_sharpness(d, margin_step, epsilon)
 
 
@@ -191,7 +193,7 @@ def split_direction_first_order(codes: torch.Tensor, pair: tuple[int, int], quer
     codes = check_tensor("codes", codes, ndim=2)
     query = check_tensor("query", query, ndim=1, shape={0: codes.shape[1]}, dtype=codes.dtype)
     d = codes.shape[0]
-    u, v = pair
+    u, v = check_pair("pair", pair, d)
     s = codes @ query
     eps = s - s.mean()
     g = codes @ (codes[u] + codes[v])
@@ -209,7 +211,7 @@ def first_order_split_vector(codes: torch.Tensor, pair: tuple[int, int]) -> torc
     """
     codes = check_tensor("codes", codes, ndim=2)
     d = codes.shape[0]
-    u, v = pair
+    u, v = check_pair("pair", pair, d)
     e = codes[u] - codes[v]
     rho = codes[u] @ codes[v]
     return 2 * (1 - rho) * e - ((1 + 2 / d) / d) * (codes.T @ (codes @ e))
@@ -229,10 +231,10 @@ def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], st
     :math:`q_2 = -q_1` gives :math:`D_2 = -D_1`, probability 1.
     """
     codes = check_tensor("codes", codes, ndim=2)
-    if start == "antisymmetric":
+    u, v = check_pair("pair", pair, codes.shape[0])
+    if check_choice("start", start, ("independent", "antisymmetric")) == "antisymmetric":
         return 1.0
     d = codes.shape[0]
-    u, v = pair
     e = codes[u] - codes[v]
     rho = float(codes[u] @ codes[v])
     gram_e = codes.T @ (codes @ e)

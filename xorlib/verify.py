@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_int
+from ._checks import check_choice, check_float, check_int, check_pair, check_seed, check_tensor
 from .attention import ATTENTION_KINDS, _weights
 from .codes import Codes
 from .model import HEADS, ModelConfig, readout_constants
@@ -57,9 +57,13 @@ def enumeration_check(d: int = 13, m: int = 7, seed: int = 1) -> EnumerationChec
 
 def worst_case_by_enumeration(weights: torch.Tensor, pair: tuple[int, int], heads: str) -> float:
     r"""The largest loss over all :math:`2^d` inputs, by enumeration (``d <= 20``): the reference for certificates."""
-    x = all_inputs(check_int("d", weights.shape[-1], minimum=4, maximum=20))
+    weights = check_tensor("weights", weights, ndim=2, shape={0: 2})
+    d = check_int("weights.shape[1] (the positions d)", weights.shape[1], minimum=4, maximum=20)
+    pair = check_pair("pair", pair, d)
+    heads = check_choice("heads", heads, HEADS)
+    x = all_inputs(d)
     c0, c1 = readout_constants(heads)
-    z = x @ weights.T
+    z = x @ weights.double().T
     return float((0.5 * (c0 - c1 * z[:, 0] * z[:, 1] - xor_labels(x, pair)) ** 2).max())
 
 
@@ -69,6 +73,9 @@ def one_head_gap(d: int = 10, m: int = 7, seed: int = 1, lr: float = 3.0 * 50) -
     The one-head model has readout :math:`1 - 2z^2`; its gradient is autograd of the
     average over all :math:`2^d` inputs. Zero up to rounding by Prop. (one head in disguise).
     """
+    d = check_int("d", d, minimum=4, maximum=22)
+    m = check_int("m", m, minimum=1, maximum=4096)
+    lr = check_float("lr", lr, minimum=0.0, maximum=1e12)
     codes = Codes(d, m, seed=seed).dense()
     pair = random_pair(d, seed=seed)
     zero = torch.zeros(2, m, dtype=torch.float64)
@@ -82,6 +89,7 @@ def one_head_gap(d: int = 10, m: int = 7, seed: int = 1, lr: float = 3.0 * 50) -
 
 def remainder_ratio(d: int, sigma: float, seed: int = 0) -> tuple[float, float]:
     r"""At an antisymmetric start of scale ``sigma``: :math:`r = \|s - \bar s\|_\infty` and :math:`d^2\|t - t^{\mathrm{lin}}\|_\infty/r^2` (Lemma S2)."""
+    d, seed = check_int("d", d, minimum=4), check_seed("seed", seed)
     config = ModelConfig(d, "split", sigma=sigma, code_seed=d, init_seed=seed)
     codes = config.codes.dense()
     pair = random_pair(d, seed=d)

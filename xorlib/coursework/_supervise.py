@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._checks import check_float, check_int
+
 __all__ = ["DEFAULT_LIMITS", "Attempt", "Limits", "environment", "fork_server", "run_attempt", "site_dirs"]
 
 _HERE = Path(__file__).resolve().parent
@@ -54,20 +56,10 @@ class Limits:
     output_mb: int = 32
 
     def __post_init__(self) -> None:
-        for name in (
-            "cell_s",
-            "setup_s",
-            "total_s",
-            "cpu_s",
-            "memory_mb",
-            "file_mb",
-            "disk_mb",
-            "processes",
-            "output_mb",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("cell_s", "setup_s", "total_s"):
+            check_float(name, getattr(self, name), minimum=0.0, strict_minimum=True)
+        for name in ("cpu_s", "memory_mb", "file_mb", "disk_mb", "processes", "output_mb"):
+            check_int(name, getattr(self, name), minimum=1)
 
     def rlimits(self) -> dict[str, list[int]]:
         mb = 2**20

@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable, Iterator
 
 from ._compare import ReturnError, Verdict, as_outputs, judge
-from .bank import get_question
+from .bank import CHAPTERS, get_question
 from .questions import AutoQuestion, Case
 
 __all__ = ["CheckFailure", "check"]  # the rest is internal to xorlib.coursework
@@ -20,6 +20,10 @@ __all__ = ["CheckFailure", "check"]  # the rest is internal to xorlib.coursework
 
 class CheckFailure(AssertionError):
     """An answer disagrees with the reference on a public test case; the message says where and why."""
+
+
+class _UnknownQuestion(KeyError, ValueError):
+    """A question id the bank does not have (a :class:`KeyError`, and a :class:`ValueError` like other bad input)."""
 
 
 def _fresh(args: tuple[object, ...]) -> tuple[object, ...]:
@@ -97,11 +101,19 @@ def check(question_id: str, fn: Callable[..., object]) -> None:
         On the first case where ``fn`` disagrees with the reference: the case,
         the expected and returned values, a diagnosis and a hint.
     """
-    question = get_question(question_id)
+    if not isinstance(question_id, str):
+        raise TypeError(f"question_id must be a question id such as 'ch02-q1', got {type(question_id).__name__}")
+    try:
+        question = get_question(question_id)
+    except KeyError:
+        known = ", ".join(q.id for questions in CHAPTERS.values() for q in questions if isinstance(q, AutoQuestion))
+        raise _UnknownQuestion(f"no question {question_id!r}: question_id must be one of {known}") from None
     if not isinstance(question, AutoQuestion):
-        raise ValueError(f"{question_id} is a written question: it is marked by your teacher, not checked")
+        raise ValueError(
+            f"question_id {question_id!r} is a written question: it is marked by your teacher, not checked"
+        )
     if not callable(fn):
-        raise TypeError(f"the second argument must be your function {question.function}, got {type(fn).__name__}")
+        raise TypeError(f"fn must be your function {question.function}, got {type(fn).__name__}")
     cases = question.public()
     for case in cases:
         verdict: Verdict = judge(question, case, run_case(question, fn, case), expected_outputs(question, case))

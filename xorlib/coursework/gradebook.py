@@ -29,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._checks import check_path
+from .._checks import check_choice, check_float, check_int, check_path, check_seed, check_sequence
 from ._html import Table, table
 from .bank import CHAPTERS, chapter_questions, written_questions
 from .grading import GradeReport, grade_notebook
 from .questions import AutoQuestion, Question, WrittenQuestion
-from .sandbox import DEFAULT_LIMITS, Limits
+from .sandbox import DEFAULT_LIMITS, ISOLATIONS, Limits
 
 __all__ = ["ClassReport", "grade_all", "read_marks"]  # the rest is internal to xorlib.coursework
 
@@ -116,6 +116,15 @@ class ClassReport:
     reports: tuple[GradeReport, ...]
     marks: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reports, tuple) or not all(isinstance(r, GradeReport) for r in self.reports):
+            raise TypeError(f"reports must be a tuple of GradeReport, got {self.reports!r:.80}")
+        if not isinstance(self.marks, dict) or not all(isinstance(m, dict) for m in self.marks.values()):
+            raise TypeError(
+                f"marks must be a dict {{student: {{question id: marks}}}} (see read_marks), got {self.marks!r:.80}"
+            )
+        check_float("seconds", self.seconds, minimum=0.0)
 
     def students(self) -> list[str]:
         """Every student with a submission or a mark, sorted."""
@@ -260,8 +269,13 @@ def grade_all(
     hide
         Extra paths to hide from the sandboxes (the output folder).
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
-        raise ValueError(f"workers must be an integer in [1, 64], got {workers!r}")
+    folder = check_path("folder", folder)
+    marks = None if marks is None else check_path("marks", marks)
+    workers, hidden_seed = check_int("workers", workers, minimum=1, maximum=64), check_seed("hidden_seed", hidden_seed)
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits (xorlib.coursework.sandbox.Limits), got {type(limits).__name__}")
+    isolation = check_choice("isolation", isolation, ISOLATIONS)
+    hide = tuple(str(check_path(f"hide[{k}]", h)) for k, h in enumerate(check_sequence("hide", hide, nonempty=False)))
     start = time.monotonic()
     written = read_marks(marks) if marks is not None else {}
     submissions = find_submissions(folder)

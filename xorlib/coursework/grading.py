@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._checks import check_choice, check_float, check_instance, check_int, check_path, check_seed, check_sequence
 from . import _wire
 from ._compare import ReturnError, as_outputs, judge
 from ._html import table
@@ -28,7 +29,7 @@ from .bank import SETUP, chapter_questions, get_question
 from .feedback import expected_outputs
 from .notebooks import Located, NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case
-from .sandbox import DEFAULT_LIMITS, Job, Limits, SandboxResult, run_jobs
+from .sandbox import DEFAULT_LIMITS, ISOLATIONS, Job, Limits, SandboxResult, run_jobs
 
 __all__ = ["GradeReport", "grade_notebook"]  # the rest is internal to xorlib.coursework
 
@@ -66,6 +67,15 @@ class GradeReport:
     sandbox: str = ""
     seconds: float = 0.0
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("notebook", "student", "sandbox"):
+            check_instance(name, getattr(self, name), str, "a str")
+        for name in ("chapter", "error"):
+            check_instance(name, getattr(self, name), (str, type(None)), "a str or None")
+        if not isinstance(self.questions, tuple) or not all(isinstance(q, QuestionResult) for q in self.questions):
+            raise TypeError(f"questions must be a tuple of QuestionResult, got {self.questions!r:.80}")
+        check_float("seconds", self.seconds, minimum=0.0)
 
     @property
     def score(self) -> int:
@@ -219,8 +229,15 @@ def grade_notebook(
     Never raises for a bad submission: an unreadable notebook is reported with
     ``error`` set and no points.
     """
+    path = check_path("path", path)
+    if student is not None and not isinstance(student, str):
+        raise TypeError(f"student must be a name (a str) or None, got {type(student).__name__}")
+    hidden_seed = check_seed("hidden_seed", hidden_seed)
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits (xorlib.coursework.sandbox.Limits), got {type(limits).__name__}")
+    isolation, slot = check_choice("isolation", isolation, ISOLATIONS), check_int("slot", slot, minimum=0, maximum=63)
+    hide = tuple(str(check_path(f"hide[{k}]", h)) for k, h in enumerate(check_sequence("hide", hide, nonempty=False)))
     start = time.monotonic()
-    path = Path(path)
     student = student or path.stem
     try:
         notebook = read_notebook(path)

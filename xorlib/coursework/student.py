@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 
+from .._checks import check_path, check_sequence
 from .bank import chapter_of, chapter_questions
 from .notebooks import METADATA_KEY, read_notebook, tags
 from .questions import stub_source
@@ -159,7 +160,8 @@ def student_notebook(path: str | Path) -> StudentVersion | None:
 
 def write_student_versions(paths: list[str | Path], out: str | Path) -> list[str]:
     """Write ``out/<stem>.ipynb`` for each chapter with questions, and ``out/README.md``; return one line per chapter."""
-    out = Path(out)
+    paths = [check_path(f"paths[{k}]", p) for k, p in enumerate(check_sequence("paths", paths, nonempty=False))]
+    out = check_path("out", out)
     out.mkdir(parents=True, exist_ok=True)
     messages = []
     for path in paths:

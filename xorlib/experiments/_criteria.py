@@ -26,11 +26,11 @@ EXACT_D = 20  # enumerate all inputs up to here; beyond, sample Barak's 2^13 fre
 LEARNERS = ("MLP", "Transformer, tied", "Transformer, split")
 
 
-def check_ds(ds: Sequence[int], minimum: int) -> tuple[int, ...]:
-    """Dimensions: a non-empty sequence of integers in ``[minimum, 4096]``."""
+def check_ds(ds: Sequence[int], minimum: int, maximum: int = 4096) -> tuple[int, ...]:
+    """Dimensions: a non-empty sequence of integers in ``[minimum, maximum]``."""
     if isinstance(ds, (str, bytes)) or not isinstance(ds, Sequence) or not ds:
         raise TypeError(f"ds must be a non-empty sequence of dimensions, got {ds!r}")
-    return tuple(check_int(f"ds[{k}]", d, minimum=minimum, maximum=4096) for k, d in enumerate(ds))
+    return tuple(check_int(f"ds[{k}]", d, minimum=minimum, maximum=maximum) for k, d in enumerate(ds))
 
 
 def median(values: Sequence[float | None]) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_float, check_int, check_pair
+from .._checks import check_choice, check_float, check_int, check_pair, check_seed, check_sequence
 from ..attention import ATTENTION_KINDS, _weights
 from ..certify import worst_case_loss
 from ..codes import Codes
@@ -26,6 +26,7 @@ from ..model import HEADS, ModelConfig
 from ..population import loss_of_weights, population_gradient, population_loss
 from ..runtime import progress
 from ..task import random_pair
+from ._criteria import check_ds
 from ._runner import experiment
 
 __all__ = ["variant_step", "variant_table"]
@@ -150,13 +151,16 @@ def variant_table(
     first_seed: int = 1000,
 ) -> VariantTable:
     """The best certified worst case of one population step, for every normaliser, model, ``d`` and code dimension."""
-    draws = check_int("draws", draws, minimum=1)
+    ds = check_ds(ds, 4)
+    kinds = tuple(
+        check_choice(f"kinds[{k}]", kind, ATTENTION_KINDS) for k, kind in enumerate(check_sequence("kinds", kinds))
+    )
+    draws, first_seed = check_int("draws", draws, minimum=1), check_seed("first_seed", first_seed)
     rows = []
     cases = [
         (kind, heads, d, m, code_kind) for d in ds for m, code_kind in _dims(d) for heads in HEADS for kind in kinds
     ]
     for kind, heads, d, m, code_kind in progress(cases, "attention variants"):
-        check_choice("kinds", kind, ATTENTION_KINDS)
         kappas = kappa_grid(d)
         results = []
         for seed in range(first_seed, first_seed + draws):

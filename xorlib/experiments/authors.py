@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .. import _random
-from .._checks import check_int, check_seed
+from .._checks import check_float, check_int, check_seed, check_sequence
 from ..learners.authors import AuthorsConfig, train_authors
 from ..learners.mlp import BARAK_EVAL_N, MLPConfig, min_margin, train_mlp
 from ..learners.training import TrainConfig, train
@@ -205,12 +205,14 @@ def authors_comparison(
     criteria checked on its final (frozen) parameters; the other learners use the
     authors' training-set size.
     """
-    ds = check_ds(ds, 4)
+    ds = check_ds(ds, 4, 64)
+    epochs, runs = check_sequence("epochs", epochs), check_sequence("runs", runs)
     if len(epochs) != len(ds) or len(runs) != len(ds):
         raise ValueError(f"epochs and runs must give one value per d ({len(ds)}), got {len(epochs)} and {len(runs)}")
     epochs = tuple(check_int(f"epochs[{k}]", e, minimum=1, maximum=10**6) for k, e in enumerate(epochs))
     runs = tuple(check_int(f"runs[{k}]", r, minimum=1, maximum=100) for k, r in enumerate(runs))
     adam_steps, seed = check_int("adam_steps", adam_steps, minimum=1, maximum=10**5), check_seed("seed", seed)
+    mlp_lr = check_float("mlp_lr", mlp_lr, minimum=0.0, maximum=1e6, strict_minimum=True)
     rows, authors = [], []
     for d, budget, count in progress(list(zip(ds, epochs, runs, strict=True)), "authors' model"):
         trials = [seed + r for r in range(count)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_float, check_int, check_seed
+from .._checks import check_float, check_int, check_seed, check_sequence
 from ..codes import default_code_dim
 from ..learners.mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp
 from ..learners.training import DivergenceError
@@ -90,7 +90,10 @@ def lr_grid(
     counts as failing every trial, and is marked ``diverged``.
     """
     ds = check_ds(ds, 2)
-    lrs = tuple(check_float(f"lrs[{k}]", lr, minimum=0.0, maximum=1e6, strict_minimum=True) for k, lr in enumerate(lrs))
+    lrs = tuple(
+        check_float(f"lrs[{k}]", lr, minimum=0.0, maximum=1e6, strict_minimum=True)
+        for k, lr in enumerate(check_sequence("lrs", lrs))
+    )
     trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
     rows, best = [], []
     for d in progress(ds, "learning-rate grid"):
@@ -193,6 +196,8 @@ def same_criterion(
     trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
     n_max = check_int("n_max", n_max, minimum=64, maximum=2**22)
     per_octave = check_int("per_octave", per_octave, minimum=1, maximum=8)
+    mlp_lr = check_float("mlp_lr", mlp_lr, minimum=0.0, maximum=1e6, strict_minimum=True)
+    width = check_int("width", width, minimum=1, maximum=65536)
     grid = sample_grid(32, n_max, per_octave)
     rows = []
     for d in progress(ds, "same criterion"):

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_choice, check_float, check_int
+from .._checks import check_choice, check_float, check_int, check_seed, check_sequence
 from ..codes import Codes
 from ..model import HEADS, ModelConfig
 from ..one_step import OneStepConfig, learning_curve, run_one_step
@@ -30,6 +30,9 @@ from ..theory import information_floor, split_sample_bound, sq_frontier
 from ._runner import experiment
 
 __all__ = ["exponent", "run", "success_grid", "threshold_table"]
+
+#: Success criteria: (A) the certified worst case at most epsilon, (B) every sign certified right.
+CRITERIA = ("worst case", "signs")
 
 
 def sample_grid(low: int, high: int, per_octave: int = 2) -> tuple[int, ...]:
@@ -66,9 +69,18 @@ class SuccessGrid:
 
     def successes(self, criterion: str = "worst case") -> np.ndarray:
         """Booleans ``(code draws, trials, sample sizes)``: criterion ``"worst case"`` (A) or ``"signs"`` (B)."""
-        if criterion == "signs":
+        if check_choice("criterion", criterion, CRITERIA) == "signs":
             return np.asarray(self.signs_correct, dtype=bool)
         return np.asarray(self.worst, dtype=float) <= self.epsilon
+
+
+def _check_grids(name: str, grids: object) -> list[SuccessGrid]:
+    """A non-empty sequence of :class:`SuccessGrid`."""
+    grids = list(check_sequence(name, grids))
+    for k, grid in enumerate(grids):
+        if not isinstance(grid, SuccessGrid):
+            raise TypeError(f"{name}[{k}] must be a SuccessGrid (see success_grid), got {type(grid).__name__}")
+    return grids
 
 
 @experiment
@@ -86,6 +98,13 @@ def success_grid(
     """Learning curves of one model at one ``d``: code draw ``c`` uses code seed ``first_seed + c``."""
     heads = check_choice("heads", heads, HEADS)
     d = check_int("d", d, minimum=4)
+    sizes = [
+        check_int(f"sample_sizes[{k}]", n, minimum=1, maximum=10**10)
+        for k, n in enumerate(check_sequence("sample_sizes", sample_sizes))
+    ]
+    if sizes != sorted(set(sizes)):
+        raise ValueError(f"sample_sizes must be increasing, without repeats, got {tuple(sizes)}")
+    first_seed = check_seed("first_seed", first_seed)
     code_draws = check_int("code_draws", code_draws, minimum=1)
     trials = check_int("trials", trials, minimum=1)
     epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
@@ -123,6 +142,8 @@ def thresholds(grid: SuccessGrid, criterion: str = "worst case") -> float:
 
 def exponent(grids: Sequence[SuccessGrid], criterion: str = "worst case", **bootstrap) -> tuple[float, float, float]:
     """The exponent of :math:`n^* \\propto d^\\alpha` over grids of one model, with its bootstrap interval."""
+    grids = _check_grids("grids", grids)
+    criterion = check_choice("criterion", criterion, CRITERIA)
     return bootstrap_exponent(
         [g.d for g in grids], [g.sample_sizes for g in grids], [g.successes(criterion) for g in grids], **bootstrap
     )
@@ -144,6 +165,15 @@ class ThresholdRow:
 
 def threshold_table(results: dict[str, list[SuccessGrid]], delta: float = 0.1) -> tuple[ThresholdRow, ...]:
     """One :class:`ThresholdRow` per model and ``d`` of ``results`` (the output of :func:`run`)."""
+    if not isinstance(results, Mapping):
+        raise TypeError(
+            f"results must be a mapping {{heads: [SuccessGrid, ...]}} (see run), got {type(results).__name__}"
+        )
+    results = {
+        check_choice("results' keys (heads)", heads, HEADS): _check_grids(f"results[{heads!r}]", grids)
+        for heads, grids in results.items()
+    }
+    delta = check_float("delta", delta, minimum=0.0, maximum=1.0, strict_minimum=True)
     rows = []
     for heads, grids in results.items():
         for grid in grids:
@@ -174,9 +204,29 @@ def grid_for(heads: str, d: int) -> tuple[int, ...]:
 
 
 def run(plan: dict, epsilon: float = 1e-2) -> dict[str, list[SuccessGrid]]:
-    """Every grid of ``plan`` (``BOOK`` or ``FULL``)."""
+    """Every grid of ``plan`` (``BOOK`` or ``FULL``): ``{heads: (dimensions, code draws, trials per code draw)}``."""
+    if not isinstance(plan, Mapping) or not plan:
+        raise TypeError(
+            f"plan must be a non-empty mapping {{heads: (ds, code_draws, trials)}} such as BOOK, got {plan!r}"
+        )
+    checked = {}
+    for heads, value in plan.items():
+        where = f"plan[{heads!r}]"
+        check_choice("plan's keys (heads)", heads, HEADS)
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 3:
+            raise TypeError(f"{where} must be (ds, code_draws, trials), got {value!r}")
+        ds = tuple(
+            check_int(f"{where}[0][{k}] (d)", d, minimum=4)
+            for k, d in enumerate(check_sequence(f"{where}[0]", value[0]))
+        )
+        checked[heads] = (
+            ds,
+            check_int(f"{where}[1] (code_draws)", value[1], minimum=1),
+            check_int(f"{where}[2] (trials)", value[2], minimum=1),
+        )
+    epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
     out = {}
-    for heads, (ds, code_draws, trials) in plan.items():
+    for heads, (ds, code_draws, trials) in checked.items():
         out[heads] = [
             success_grid(heads, d, grid_for(heads, d), code_draws=code_draws, trials=trials, epsilon=epsilon)
             for d in ds

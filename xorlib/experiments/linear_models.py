@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._checks import check_int, check_seed
+from .._checks import check_int, check_seed, check_sequence
 from ..codes import default_code_dim
 from ..learners.mlp import init_mlp
 from ..one_step import one_step
@@ -124,7 +124,9 @@ def linear_bound(
     """
     d = check_int("d", d, minimum=4, maximum=16)
     seed = check_seed("seed", seed)
-    widths = tuple(check_int(f"widths[{k}]", w, minimum=1, maximum=4096) for k, w in enumerate(widths))
+    widths = tuple(
+        check_int(f"widths[{k}]", w, minimum=1, maximum=4096) for k, w in enumerate(check_sequence("widths", widths))
+    )
     pairs = list(itertools.combinations(range(d), 2))
     dims, means, floors = [], [], []
     for width in widths:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_choice, check_float, check_int, check_seed
+from .._checks import check_choice, check_float, check_int, check_seed, check_sequence
 from ..learners.training import OPTIMIZERS, TrainConfig, train_runs
 from ..model import HEADS, ModelConfig
 from ..one_step import one_step
@@ -105,7 +105,7 @@ def multistep_sweep(
 ) -> MultistepResult:
     """Adam (or SGD) from each model's own start, population gradient, ``runs`` runs per (``d``, model)."""
     ds = check_ds(ds, 4)
-    heads = tuple(check_choice(f"heads[{k}]", h, HEADS) for k, h in enumerate(heads))
+    heads = tuple(check_choice(f"heads[{k}]", h, HEADS) for k, h in enumerate(check_sequence("heads", heads)))
     runs, steps = check_int("runs", runs, minimum=1, maximum=1000), check_int("steps", steps, minimum=1, maximum=10**5)
     optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
     lr, seed = check_float("lr", lr, minimum=0.0, maximum=1e12, strict_minimum=True), check_seed("seed", seed)

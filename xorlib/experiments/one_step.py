@@ -14,10 +14,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._checks import check_float, check_int
+from .._checks import check_float, check_int, check_numbers, check_seed, check_sequence
 from ..codes import Codes
 from ..model import HEADS, ModelConfig
-from ..one_step import OneStepConfig, one_step, worst_case_curve
+from ..one_step import MAX_D, OneStepConfig, one_step, worst_case_curve
 from ..population import population_score_gradient
 from ..runtime import progress
 from ..task import random_pair
@@ -86,18 +86,22 @@ def one_step_across_d(
     Each draw is one seed (codes, pair, start): the population step, then the
     certified worst case over all :math:`2^d` inputs.
     """
+    checked = []
+    for k, item in enumerate(check_sequence("grid", grid)):
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
+            raise TypeError(f"grid[{k}] must be a pair (d, draws), got {item!r}")
+        d = check_int(f"grid[{k}][0] (d)", item[0], minimum=4, maximum=MAX_D)
+        checked.append((d, check_int(f"grid[{k}][1] (draws)", item[1], minimum=1)))
     epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
-    first_seed = check_int("first_seed", first_seed, minimum=0)
+    first_seed = check_seed("first_seed", first_seed)
     cases = [
         (d, heads, rule)
-        for d, _ in grid
+        for d, _ in checked
         for heads, rule in (("tied", "lattice"), ("tied", "certified"), ("split", "certified"))
     ]
-    draws = dict(grid)
+    draws = dict(checked)
     rows = tuple(
-        _summary(
-            check_int("d", d, minimum=4), heads, rule, check_int("draws", draws[d], minimum=1), first_seed, epsilon
-        )
+        _summary(d, heads, rule, draws[d], first_seed, epsilon)
         for d, heads, rule in progress(cases, "one step across d")
     )
     return AcrossD(rows=rows, epsilon=epsilon, first_seed=first_seed)
@@ -137,12 +141,16 @@ def step_size_curves(
 
     One gradient per draw; all step sizes in one pass (:func:`xorlib.one_step.worst_case_curve`).
     """
-    d = check_int("d", d, minimum=4)
-    draws = check_int("draws", draws, minimum=1)
+    d = check_int("d", d, minimum=4, maximum=MAX_D)
+    sizes = [
+        check_int(f"sample_sizes[{k}]", n, minimum=0, maximum=10**10)
+        for k, n in enumerate(check_sequence("sample_sizes", sample_sizes))
+    ]
+    check_numbers("kappas", kappas, minimum=0.0, maximum=1e12, strict_minimum=True)
+    draws, first_seed = check_int("draws", draws, minimum=1), check_seed("first_seed", first_seed)
     labels, worst = [], []
     for heads in HEADS:
-        for n in sample_sizes:
-            n = check_int("sample size", n, minimum=0)
+        for n in sizes:
             rows = []
             for seed in progress(range(first_seed, first_seed + draws), f"{heads}, n = {n}"):
                 model = ModelConfig(d, heads, code_seed=seed, init_seed=seed)
@@ -168,7 +176,7 @@ class TieFrequency:
 def tie_frequency(d: int, draws: int = 200, *, first_seed: int = 0) -> TieFrequency:
     """The fraction of draws of codes and pair whose tied margin is zero, beside the bound of Lemma (ties are rare)."""
     d = check_int("d", d, minimum=4)
-    draws = check_int("draws", draws, minimum=1)
+    draws, first_seed = check_int("draws", draws, minimum=1), check_seed("first_seed", first_seed)
     ties = 0
     for seed in range(first_seed, first_seed + draws):
         ties += tied_margin(Codes(d, seed=seed).dense(), random_pair(d, seed=seed)) <= 1e-12
@@ -191,7 +199,9 @@ def independent_start_split_rates(
     d: int, sigmas: tuple[float, ...] = (0.05, 1.0), *, starts: int = 300, seed: int = 11
 ) -> SplitRates:
     """How often one population step splits the heads from an independent random start (codes and pair of ``seed``)."""
-    d = check_int("d", d, minimum=4)
+    d, seed = check_int("d", d, minimum=4), check_seed("seed", seed)
+    check_numbers("sigmas", sigmas, minimum=0.0, maximum=1e6)
+    starts = check_int("starts", starts, minimum=1)
     codes = Codes(d, seed=seed).dense()
     pair = random_pair(d, seed=seed)
     measured = []
@@ -225,7 +235,9 @@ def sigma_sweep(
     first_seed: int = 1000,
 ) -> SigmaSweep:
     """One population step of the split model at each start scale, on held-out draws."""
-    d = check_int("d", d, minimum=4)
+    d = check_int("d", d, minimum=4, maximum=MAX_D)
+    check_numbers("sigmas", sigmas, minimum=0.0, maximum=1e6)
+    draws, first_seed = check_int("draws", draws, minimum=1), check_seed("first_seed", first_seed)
     successes, kappas = [], []
     for sigma in progress(sigmas, "sigma sweep"):
         results = [one_step(d, "split", seed=first_seed + k, sigma=sigma) for k in range(draws)]

@@ -107,7 +107,9 @@ class TrainConfig:
         check_choice("gradient", self.gradient, GRADIENTS)
         if self.gradient == "empirical":
             if self.n is None:
-                raise ValueError("n (the full-batch sample size) is required for gradient='empirical'")
+                raise ValueError(
+                    "n (the full-batch sample size) is required for gradient='empirical': it must be an integer >= 1"
+                )
             check_int("n", self.n, minimum=1, maximum=10**8)
         elif self.n is not None:
             raise ValueError(f"n is only used with gradient='empirical', got n = {self.n!r} with gradient='population'")

@@ -10,6 +10,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from .._checks import check_float, check_instance, check_int, check_pair, check_sequence, check_tensor
+
 #: Okabe–Ito colours (colour-blind safe): head 1, head 2, the hidden positions.
 HEAD_COLOURS = ("#0072B2", "#D55E00")
 PAIR_COLOUR = "#009E73"
@@ -21,12 +23,21 @@ def _as_array(weights: torch.Tensor) -> np.ndarray:
     return weights.detach().double().cpu().numpy()
 
 
+def _check_weights(name: str, weights: object, pair: object, pair_name: str = "pair") -> tuple[int, int]:
+    """Both heads' weights ``(2, d)`` and a pair of positions among their ``d``."""
+    weights = check_tensor(name, weights, ndim=2, shape={0: 2})
+    return check_pair(pair_name, pair, weights.shape[1])
+
+
 def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | None = None, title: str = "") -> Axes:
     """Both heads' attention over the positions (``weights`` of shape ``(2, d)``), hidden positions shaded.
 
     The y axis is fixed to [0, 1] so that plots side by side compare directly; the
     two heads are drawn as slightly offset bars.
     """
+    _check_weights("weights", weights, pair)
+    check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
+    check_instance("title", title, str, "a str")
     w = _as_array(weights)
     d = w.shape[1]
     if ax is None:
@@ -55,6 +66,24 @@ def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Fig
     The colour scale is shared and clamped to ``[floor, 1]``, so a head that
     sits on one position reads as one bright cell in a dark row.
     """
+    for k, row in enumerate(check_sequence("rows", rows)):
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) not in (3, 4):
+            raise TypeError(
+                f"rows[{k}] must be (label, weights, pair) or (label, weights, pair, tick labels), got {row!r:.80}"
+            )
+        check_instance(f"rows[{k}][0] (label)", row[0], str, "a str")
+        pair = _check_weights(f"rows[{k}][1] (weights)", row[1], row[2], f"rows[{k}][2] (pair)")  # sorted
+        if len(row) == 4 and (
+            len(check_sequence(f"rows[{k}][3] (tick labels)", row[3])) != 2
+            or not all(isinstance(t, str) for t in row[3])
+        ):
+            raise TypeError(
+                f"rows[{k}][3] (tick labels) must be two str, one per hidden position {pair}, got {row[3]!r:.80}"
+            )
+    floor = check_float("floor", floor, minimum=0.0, maximum=1.0, strict_minimum=True)
+    if floor >= 1.0:
+        raise ValueError(f"floor must be below 1 (the colour scale is [floor, 1]), got {floor}")
+    check_instance("fig", fig, (Figure, type(None)), "a matplotlib Figure or None")
     fig = fig or plt.figure(figsize=(6.8, 1.15 * len(rows) + 0.6), layout="constrained")
     axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
     image = None
@@ -81,6 +110,8 @@ def attention_window(
     their true positions as tick labels, so that :func:`plot_attention_maps` can show a
     model with millions of positions.
     """
+    _check_weights("weights", weights, pair)
+    half = check_int("half", half, minimum=0)
     d = weights.shape[-1]
     keep = sorted({k for centre in pair for k in range(centre - half, centre + half + 1) if 0 <= k < d})
     return weights[:, keep], (keep.index(pair[0]), keep.index(pair[1])), [f"{k:,}" for k in sorted(pair)]

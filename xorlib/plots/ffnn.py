@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._checks import check_members
 from ..experiments._criteria import LEARNERS
 from ..experiments.ffnn import LrGridResult, SameCriterionResult
 from ..experiments.linear_models import LinearBoundResult
@@ -50,7 +51,8 @@ def plot_same_criterion(result: SameCriterionResult, ds: Sequence[int] | None = 
     """Fraction of trials that succeed against the number of samples: one panel per ``d``, both criteria per learner."""
     if not isinstance(result, SameCriterionResult):
         raise TypeError(f"result must be a SameCriterionResult, got {type(result).__name__}")
-    ds = sorted({row.d for row in result.rows}) if ds is None else list(ds)
+    present = sorted({row.d for row in result.rows})
+    ds = present if ds is None else check_members("ds", ds, present)
     fig, axes = subplots(len(ds), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, d in zip(axes, ds, strict=True):

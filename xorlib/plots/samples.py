@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..experiments.finite_samples import SuccessGrid
+from .._checks import check_choice, check_instance, check_numbers, check_sequence
+from ..experiments.finite_samples import CRITERIA, SuccessGrid
 
 __all__ = ["plot_sample_thresholds", "plot_success_curves"]
 
@@ -18,6 +19,10 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst case", ax: Axes | None = None) -> Axes:
     """The fraction of draws that succeed against :math:`n/d^2`, one line per ``d``."""
+    for k, grid in enumerate(check_sequence("grids", grids)):
+        check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (see xorlib.experiments.finite_samples)")
+    criterion = check_choice("criterion", criterion, CRITERIA)
+    check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
     for grid, colour in zip(grids, PALETTE, strict=False):
@@ -34,6 +39,17 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
 
 def plot_sample_thresholds(rows: dict[str, tuple[Sequence[int], Sequence[float]]], *, ax: Axes | None = None) -> Axes:
     """Sample sizes against ``d`` on log-log axes: ``rows`` maps a label to ``(ds, values)``; dashed lines for references."""
+    if not isinstance(rows, Mapping) or not rows:
+        raise TypeError(f"rows must be a non-empty mapping {{label: (ds, values)}}, got {type(rows).__name__}")
+    for label, row in rows.items():
+        check_instance("rows' labels", label, str, "a str")
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) != 2:
+            raise TypeError(f"rows[{label!r}] must be a pair (ds, values), got {row!r:.80}")
+        ds = check_numbers(f"rows[{label!r}][0] (ds)", row[0], minimum=0.0, strict_minimum=True)
+        values = check_numbers(f"rows[{label!r}][1] (values)", row[1], finite=False)  # NaN: no threshold
+        if len(ds) != len(values):
+            raise ValueError(f"rows[{label!r}] must hold as many values as ds, got {len(values)} and {len(ds)}")
+    check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
     for (label, (ds, values)), colour in zip(rows.items(), PALETTE, strict=False):

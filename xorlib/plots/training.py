@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._checks import check_members
 from ..experiments.authors import AuthorsResult, AuthorsRuns
 from ..experiments.multistep import MultistepResult
 from .style import PALETTE, subplots
@@ -52,7 +53,9 @@ def plot_multistep(result: MultistepResult) -> Figure:
 def _panels(result: AuthorsResult, ds: Sequence[int] | None) -> list[AuthorsRuns]:
     if not isinstance(result, AuthorsResult):
         raise TypeError(f"result must be an AuthorsResult, got {type(result).__name__}")
-    return [result.runs_at(d) for d in ds] if ds is not None else list(result.authors)
+    if ds is None:
+        return list(result.authors)
+    return [result.runs_at(d) for d in check_members("ds", ds, [runs.d for runs in result.authors])]
 
 
 def plot_authors_margins(result: AuthorsResult, ds: Sequence[int] | None = None) -> Figure:
