@@ -15,6 +15,7 @@ import csv
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from xorlib.coursework import ClassReport, Limits, grade_all, grade_notebook, re
 from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.gradebook import MarksError
-from xorlib.coursework.sandbox import probe
+from xorlib.coursework.sandbox import _id_is_mapped, _sandbox_ids, probe, run_command
 from xorlib.coursework.student import student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -396,7 +397,8 @@ def test_the_sandbox_is_the_strongest_tier_available(graded: dict) -> None:
     output = graded["results"]["s01-correct"]["output"]
     if os.geteuid() == 0:
         assert TIER == "namespaces" or pytest.skip("namespaces are not available here")
-        assert "namespaces, uid 19" in output
+        fresh_ids = _sandbox_ids(0) != (None, None)  # root of a user namespace may have no other uid
+        assert ("namespaces, uid 19" if fresh_ids else "namespaces, same user") in output
     else:
         assert TIER == "process" and "same user" in output
 
@@ -502,3 +504,50 @@ def test_marks_are_validated_against_the_rubric(tmp_path: Path) -> None:
         path.write_text(text)
         with pytest.raises(MarksError, match=message):
             read_marks(path)
+
+
+def test_ids_outside_the_user_namespace_map_are_not_used(tmp_path: Path) -> None:
+    """Root of a rootless container maps only itself: the fresh uid must then be dropped, not crash chown."""
+    only_root = tmp_path / "uid_map"
+    only_root.write_text("         0       1000          1\n")
+    assert _id_is_mapped(0, str(only_root))
+    assert not _id_is_mapped(1_900_000_000, str(only_root))
+    wide = tmp_path / "wide_map"
+    wide.write_text("0 0 4294967295\n")
+    assert _id_is_mapped(1_900_000_000, str(wide))
+    assert not _id_is_mapped(5, str(tmp_path / "missing"))
+
+
+_ROOT_ATTACKS = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+done = 0
+def attempt(bit, action):
+    global done
+    try:
+        if action() is not False:
+            done |= bit
+    except Exception:
+        pass
+def write(path):
+    with open(path, "w") as handle:
+        handle.write("x")
+attempt(1, lambda: write("scratch.txt"))  # the working folder: must work, or the test proves nothing
+attempt(2, lambda: write(os.path.join(sys.prefix, "xorlib-sandbox-probe")))  # the interpreter's folder
+attempt(4, lambda: write("/etc/xorlib-sandbox-probe"))  # the root file system
+attempt(8, lambda: libc.mount(None, b"/", None, 32 | 4096, None) == 0)  # remount / read-write
+attempt(16, lambda: libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, None) == 0)  # a new mount
+attempt(32, lambda: os.chown(".", 12345, 12345))
+os._exit(100 + done)
+"""
+
+
+def test_a_root_runner_without_a_fresh_uid_can_write_only_its_folder() -> None:
+    """As in a rootless container (no other uid mapped): read-only mounts and no capabilities must hold."""
+    if os.geteuid() != 0 or TIER != "namespaces":
+        pytest.skip("only root builds the namespaces sandbox")
+    outside = [Path(sys.prefix) / "xorlib-sandbox-probe", Path("/etc/xorlib-sandbox-probe")]
+    attempt = run_command([sys.executable, "-I", "-S", "-c", _ROOT_ATTACKS], fresh_uid=False)
+    assert attempt.tier == "namespaces" and attempt.uid is None
+    assert attempt.status == 101, f"attacks that succeeded (bitmask): {attempt.status - 100}"
+    assert not any(path.exists() for path in outside)

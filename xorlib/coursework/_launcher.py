@@ -21,7 +21,11 @@ resource limits and the uid to run as. Two tiers, the best one available:
     only) are bound back; the working folder is a size-limited tmpfs; ``/proc``
     shows the sandbox's processes only; there is no network. A small init
     process (pid 1, root) starts the runner as the fresh uid and exits when it
-    does, and the kernel then kills every process left in the namespace.
+    does, and the kernel then kills every process left in the namespace. Where
+    no fresh uid is mapped (root of a rootless container's user namespace), the
+    runner stays uid 0, but every mount except the working folder is remounted
+    read only and every capability is dropped, so it can neither write outside
+    its folder nor remount.
 ``process``
     Elsewhere: a new session and process group, the resource limits, and the
     fresh uid when running as root and the interpreter is readable by it.
@@ -50,7 +54,8 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -100,6 +105,52 @@ def _build_view(config: dict) -> None:
         options += f",uid={config['uid']},gid={config['gid']}"
     _mount("tmpfs", config["work"], "tmpfs", MS_NOSUID | MS_NODEV, options)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if config.get("uid") is None:  # the runner stays root here (of a user namespace, or unreachable interpreter)
+        _seal_read_only(config["work"])
+
+
+_MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+                "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}  # fmt: skip
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    """Every mount point of this namespace with the flags it must keep (``/proc/self/mountinfo``)."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            path = fields[4].encode().decode("unicode_escape")  # spaces and the like come as octal escapes
+            flags = sum(_MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
+            points.append((path, flags))
+    return points
+
+
+def _seal_read_only(work: str) -> None:
+    """Remount every mount but the working folder read only, so a root runner without capabilities writes nothing.
+
+    A root runner (without a fresh uid) owns most files, so file modes stop
+    nothing; read-only mounts do, once :func:`_drop_capabilities` has taken away
+    the right to remount. The flags a mount already has are kept: a user
+    namespace refuses to clear them.
+    """
+    for path, flags in _mount_points():
+        if path != work and os.path.isdir(path):
+            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+
+
+def _drop_capabilities() -> None:
+    """Give up every capability for good (bounding set, then effective/permitted/inheritable), and new privileges.
+
+    Used when the runner stays uid 0: without capabilities it cannot remount,
+    mount, change owners, override file modes or signal other users.
+    """
+    _call(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    for capability in range(64):
+        if _LIBC.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such
+            _call(-1, f"prctl(CAPBSET_DROP, {capability})")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()  # two words of effective, permitted, inheritable: all zero
+    _call(_LIBC.capset(header, data), "capset")
 
 
 def _reachable(path: str) -> bool:
@@ -133,14 +184,16 @@ def _become_runner(config: dict, uid: int | None, run: Callable[[dict], None]) -
             os.dup2(null, fd)
         os.close(null)
         limits = dict(config["rlimits"])
-        if uid is None and os.geteuid() != 0:  # the limit counts all the user's processes: allow for them
-            limits["NPROC"] = [n + _process_count(os.geteuid()) for n in limits["NPROC"]]
+        if uid is None:  # the limit counts all the user's processes (root's too, once without capabilities)
+            limits["NPROC"] = [n + config["processes_before"] for n in limits["NPROC"]]
         for name, (soft, hard) in limits.items():
             resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
         if uid is not None:
             os.setgroups([])
             os.setgid(config["gid"])
             os.setuid(uid)
+        elif os.geteuid() == 0:
+            _drop_capabilities()
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         os.environ.clear()
         os.environ.update(config["env"])
@@ -168,6 +221,7 @@ def launch(config: dict, run: Callable[[dict], None]) -> int:
     Returns the runner's status, after reporting it on the event pipe.
     """
     fd, uid = config["fd"], config.get("uid")
+    config["processes_before"] = _process_count(os.geteuid())  # counted while /proc is still the host's
     tier = "process"
     if config["mode"] != "process" and os.geteuid() == 0:
         try:

@@ -114,10 +114,31 @@ def _write_control(control: Path, jobs: Sequence[Job], setup: str, gid: int | No
             os.chmod(path, 0o750 if path.is_dir() else 0o640)
 
 
+def _id_is_mapped(value: int, map_file: str) -> bool:
+    """Whether ``value`` lies in one of the ranges of ``map_file`` (``/proc/self/uid_map`` or ``gid_map``).
+
+    Each line reads ``inside outside count``; an id outside every range cannot be
+    used here (``chown``/``setuid`` fail with EINVAL), as in a rootless container,
+    where root of a user namespace maps only itself.
+    """
+    try:
+        lines = Path(map_file).read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 3 and int(fields[0]) <= value < int(fields[0]) + int(fields[2]):
+            return True
+    return False
+
+
 def _sandbox_ids(slot: int) -> tuple[int, int] | tuple[None, None]:
+    """The fresh uid (= gid) for sandbox ``slot``, or ``(None, None)`` where none can be used."""
     if os.geteuid() != 0:
         return None, None
     uid = _UID_BASE + (os.getpid() % 100_000) * 64 + slot % 64
+    if not (_id_is_mapped(uid, "/proc/self/uid_map") and _id_is_mapped(uid, "/proc/self/gid_map")):
+        return None, None  # root of a user namespace without that id: run as we are (the tier is reported)
     return uid, uid
 
 
@@ -202,10 +223,19 @@ def run_jobs(
 
 def probe(isolation: str = "auto") -> str:
     """The tier a sandbox gets here (``"namespaces"`` or ``"process"``), found by starting an empty one."""
+    return run_command([sys.executable, "-I", "-S", "-c", "pass"], isolation=isolation).tier
+
+
+def run_command(argv: Sequence[str], *, isolation: str = "auto", fresh_uid: bool = True, timeout_s: float = 60):
+    """Run ``argv`` alone in a sandbox built as for a submission; return the :class:`Attempt` (tier, uid, status).
+
+    ``fresh_uid=False`` keeps the caller's uid, as where no other uid is mapped
+    (a rootless container): the sandbox must then hold without one.
+    """
     control = Path(tempfile.mkdtemp(prefix="xorlib-probe-"))
     try:
         (control / "work").mkdir()
-        uid, gid = _sandbox_ids(63)
+        uid, gid = _sandbox_ids(63) if fresh_uid else (None, None)
         if gid is not None:
             for path in (control, control / "work"):
                 os.chown(path, 0, gid)
@@ -214,15 +244,15 @@ def probe(isolation: str = "auto") -> str:
         config = {
             "mode": isolation, "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
             "work": str(control / "work"), "disk_bytes": 2**20, "rlimits": Limits().rlimits(),
-            "argv": [sys.executable, "-I", "-S", "-c", "pass"], "env": environment(control / "work"),
+            "argv": list(argv), "env": environment(control / "work"),
         }  # fmt: skip
 
         def start(fd: int) -> None:
             (control / "probe.json").write_text(json.dumps({**config, "fd": fd}))
             command = [sys.executable, "-I", "-S", str(_HERE / "_launcher.py"), str(control / "probe.json")]
-            subprocess.run(command, pass_fds=(fd,), start_new_session=True, timeout=60, check=False,
+            subprocess.run(command, pass_fds=(fd,), start_new_session=True, timeout=timeout_s, check=False,
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
-        return run_attempt(start, os.pipe(), Limits(setup_s=60), time.monotonic() + 60).tier
+        return run_attempt(start, os.pipe(), Limits(setup_s=timeout_s), time.monotonic() + timeout_s)
     finally:
         shutil.rmtree(control, ignore_errors=True)
