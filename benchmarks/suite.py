@@ -10,7 +10,7 @@ r"""The three benchmarks of issue 14, each returning a frozen result whose rows 
 Times are medians over interleaved rounds and ratios are taken within a round
 (:mod:`benchmarks.timing`). Everything runs single-threaded, as
 :func:`xorlib.one_step` does (it fixes one thread so that its numbers are
-bit-identical on any machine setting).
+bit-identical on the CPU for any thread setting).
 """
 
 from __future__ import annotations
@@ -108,22 +108,24 @@ class BenchmarkResult:
     name: str
     title: str
     command: str
-    rows: tuple[CodesRow, ...] | tuple[StepRow, ...] | tuple[StreamRow, ...]
+    rows: tuple  # of one row dataclass (CodesRow, StepRow, StreamRow, or benchmarks.book's rows)
     note: str
 
 
-def codes_benchmark(sizes: Sequence[int], *, repeats: int = 5, flag: str = "", seed: int = 0) -> BenchmarkResult:
+def codes_benchmark(
+    sizes: Sequence[int], *, repeats: int = 5, flag: str = "", seed: int = 0, device: str = "cpu"
+) -> BenchmarkResult:
     """Generating the codes, and one pass of scores, against the floor, at each ``d`` of ``sizes``."""
     rows = []
     for d in sizes:
         m = default_code_dim(d)
         codes = Codes(d, m, seed=seed)
-        query = torch.randn(m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        query = torch.randn(m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).to(device)
         with _one_thread():
             timings = time_interleaved(
                 {
-                    "floor": lambda d=d, m=m, q=query: floor(d, m, q, seed=seed),
-                    "generate": lambda c=codes: generate_codes(c),
+                    "floor": lambda d=d, m=m, q=query: floor(d, m, q, seed=seed, device=device),
+                    "generate": lambda c=codes: generate_codes(c, device=device),
                     "scores": lambda c=codes, q=query: score_pass(c, q),
                 },
                 repeats=repeats,
@@ -143,7 +145,7 @@ def codes_benchmark(sizes: Sequence[int], *, repeats: int = 5, flag: str = "", s
     return BenchmarkResult(
         name="codes",
         title="The codes against the floor",
-        command=f"python -m benchmarks{flag} --only codes",
+        command=f"python -m benchmarks{flag}{_device_flag(device)} --only codes",
         rows=tuple(rows),
         note=(
             "floor: draw the d·m random bits, unpack them to float64 signs, one matrix-vector product (blocks of "
@@ -154,19 +156,19 @@ def codes_benchmark(sizes: Sequence[int], *, repeats: int = 5, flag: str = "", s
     )
 
 
-def step_benchmark(d: int, *, repeats: int = 5, flag: str = "", seed: int = 0) -> BenchmarkResult:
+def step_benchmark(d: int, *, repeats: int = 5, flag: str = "", seed: int = 0, device: str = "cpu") -> BenchmarkResult:
     """The whole one step of both models against the floor at ``d``."""
     m = default_code_dim(d)
     query = torch.randn(m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     results = {}
 
     def step(heads: str) -> None:
-        results[heads] = xorlib.one_step(d, heads, seed=seed)
+        results[heads] = xorlib.one_step(d, heads, seed=seed, device=device)
 
     with _one_thread():
         timings = time_interleaved(
             {
-                "floor": lambda: floor(d, m, query, seed=seed),
+                "floor": lambda: floor(d, m, query, seed=seed, device=device),
                 "tied": lambda: step("tied"),
                 "split": lambda: step("split"),
             },
@@ -188,7 +190,7 @@ def step_benchmark(d: int, *, repeats: int = 5, flag: str = "", seed: int = 0) -
     return BenchmarkResult(
         name="step",
         title=f"One step at d = {d:,} against the floor",
-        command=f"python -m benchmarks{flag} --only step",
+        command=f"python -m benchmarks{flag}{_device_flag(device)} --only step",
         rows=rows,
         note=(
             f"step: xorlib.one_step(d, heads, seed={seed}): the codes, the population step, the attention after it "
@@ -199,13 +201,18 @@ def step_benchmark(d: int, *, repeats: int = 5, flag: str = "", seed: int = 0) -
 
 
 def stream_benchmark(
-    sizes: Sequence[int], *, heads: Sequence[str] = ("tied", "split"), flag: str = "", seed: int = 0
+    sizes: Sequence[int],
+    *,
+    heads: Sequence[str] = ("tied", "split"),
+    flag: str = "",
+    seed: int = 0,
+    device: str = "cpu",
 ) -> BenchmarkResult:
     """One step at each ``d`` of ``sizes``, each in a fresh process: seconds, peak memory, and what it found."""
     rows = []
     for d in sizes:
         for head in heads:
-            found = measure_in_subprocess(d, head, seed=seed)
+            found = measure_in_subprocess(d, head, seed=seed, device=device)
             rows.append(
                 StreamRow(
                     d=d,
@@ -225,7 +232,7 @@ def stream_benchmark(
     return BenchmarkResult(
         name="stream",
         title="Streamed steps at large d, each in a fresh process",
-        command=f"python -m benchmarks{flag} --only stream",
+        command=f"python -m benchmarks{flag}{_device_flag(device)} --only stream",
         rows=tuple(rows),
         note=(
             "Each row is one xorlib.one_step in a fresh process (the row's command runs it alone). Peak: the peak "
@@ -246,6 +253,10 @@ def as_text(result: BenchmarkResult) -> str:
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
     return "\n".join([*lines, "", result.note, ""])
+
+
+def _device_flag(device: str) -> str:
+    return "" if device == "cpu" else f" --device {device}"
 
 
 def _cell(value: object) -> str:

@@ -948,6 +948,7 @@ ENTRIES: list[Entry] = [
         },
     ),
     Entry("xorlib.report:in_words", lambda: {"count": 3}, {"count": Int(0)}),
+    Entry("xorlib.report:as_power", lambda: {"value": 5.7e-7}, {"value": Number(), "digits": Int(0, 6)}),
     # ---- xorlib.coursework
     Entry("xorlib.coursework.feedback:CheckFailure", lambda: {}),
     Entry(

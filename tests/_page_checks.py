@@ -26,6 +26,7 @@ The checks:
 from __future__ import annotations
 
 import base64
+import html.parser
 import re
 import struct
 import zlib
@@ -324,3 +325,35 @@ def problems(report: dict) -> dict[str, list[str]]:
 def raw_pipe_paragraphs(html: str) -> int:
     """How many ``<p>`` elements of an HTML text start with a pipe: the static trace of an unrendered table."""
     return len(re.findall(r"<p>\s*\|", html))
+
+
+class _RawMaths(html.parser.HTMLParser):
+    """Collects ``$...$`` in text outside code, scripts and typeset maths: maths that reached the page untypeset."""
+
+    SKIP = frozenset({"pre", "code", "script", "style", "textarea", "kbd", "samp"})
+    VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.skipping: list[bool] = []
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.skipping.append(tag in self.SKIP or "math" in classes or any("highlight" in c for c in classes))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.skipping:
+            self.skipping.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not any(self.skipping):
+            self.found += re.findall(r"\$[^\s$][^$\n]{0,80}(?<=\S)\$(?!\d)", data)  # pandoc's rule for $...$
+
+
+def raw_dollar_maths(html_text: str) -> list[str]:
+    """Every ``$...$`` left in the text of a page (tables, captions, prose, glued text): maths nobody typeset."""
+    parser = _RawMaths()
+    parser.feed(html_text)
+    return parser.found

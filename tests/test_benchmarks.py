@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.__main__ import main as benchmarks_main  # noqa: E402
+from benchmarks.book import GRIDS_BUDGET_S, chapters_benchmark, grid_command, grids_benchmark  # noqa: E402
 from benchmarks.chapter_times import chapter_paths, time_chapter  # noqa: E402
 from benchmarks.measure import measure_in_subprocess  # noqa: E402
 from benchmarks.suite import SMALL, as_text, codes_benchmark, step_benchmark  # noqa: E402
@@ -70,3 +72,55 @@ def test_chapter_times_executes_a_chapter_in_a_fresh_pinned_kernel(tmp_path: Pat
     assert (timed.error is None) if error is None else (error in timed.error)
     names = [path.name for path in chapter_paths()]
     assert names[0] == "01_task_and_models.md" and "11_performance.md" in names
+
+
+def _tiny_chapter(folder: Path, source: str) -> Path:
+    chapter = folder / "tiny.md"
+    header = "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+    kernel = "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n"
+    chapter.write_text(f"{header}{kernel}\n# Tiny\n\n```{{code-cell}} ipython3\n{source}\n```\n")
+    return chapter
+
+
+def test_the_chapter_table_marks_a_failing_or_slow_chapter_as_over_budget(tmp_path: Path) -> None:
+    good = chapters_benchmark([_tiny_chapter(tmp_path, "x = 1")])
+    (tmp_path / "bad").mkdir()
+    bad = chapters_benchmark([_tiny_chapter(tmp_path / "bad", "1 / 0")])
+    slow = chapters_benchmark([_tiny_chapter(tmp_path, "x = 1")], limit_s=0.0)
+    assert good.rows[0].within_budget and not bad.rows[0].within_budget and not slow.rows[0].within_budget
+    assert "ZeroDivisionError" in bad.rows[0].error
+    assert "python -m benchmarks.chapter_times" in as_text(good) and "1 of 1 chapters within budget" in good.note
+
+
+def test_the_grid_table_reads_the_times_make_experiments_prints() -> None:
+    assert grid_command(2)[1:] == ["-m", "xorlib.experiments", "--full", "--jobs", "2"]
+    stand_in = (
+        "print('2 experiments (full grids), 2 at a time'); print('=== authors (full grid): 250 s ==='); "
+        "print('=== ffnn (full grid): 150 s ==='); print('all 2 experiments: 260 s wall clock with 2 at a time')"
+    )
+    result = grids_benchmark(command=[sys.executable, "-c", stand_in])
+    assert [(row.experiment, row.seconds) for row in result.rows] == [
+        ("authors", 250), ("ffnn", 150), ("all (wall clock)", 260)
+    ]  # fmt: skip
+    assert GRIDS_BUDGET_S == 600 and result.rows[-1].share_of_budget == 260 / 600
+    assert "python -m xorlib.experiments --full" in as_text(result) and "2 experiments at a time" in result.note
+
+
+def test_the_experiments_command_runs_the_book_grids_in_parallel_and_reports_failures(capsys) -> None:
+    from xorlib.experiments.__main__ import main as experiments_main
+
+    assert experiments_main(["--only", "attention_variants", "one_step", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "=== one_step (book grid):" in out and "=== attention_variants (book grid):" in out
+    assert "wall clock with 2 at a time" in out
+    with pytest.raises(SystemExit):
+        experiments_main(["--jobs", "0"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here: the flag is valid")
+def test_an_absent_device_is_refused_before_anything_runs(capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        benchmarks_main(["--small", "--device", "cuda", "--only", "codes"])
+    assert stop.value.code == 2 and "CUDA is not available" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        benchmarks_main(["--device", "tpu9", "--only", "codes"])

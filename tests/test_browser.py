@@ -251,6 +251,7 @@ def test_no_page_loads_anything_from_a_cdn() -> None:
             text = path.read_text()
             assert "cdn.jsdelivr.net/npm/mathjax" not in text, f"{page}.html loads MathJax from a CDN"
             assert _page_checks.raw_pipe_paragraphs(text) == 0, f"{page}.html has a paragraph of raw pipes"
+            assert not _page_checks.raw_dollar_maths(text), f"{page}.html shows raw $...$ maths"
             assert text.count("const THEBE_JS_URL") <= 1, f"{page}.html declares THEBE_JS_URL twice"
 
 
@@ -304,3 +305,11 @@ def test_screenshots_of_every_page(reports: object) -> None:
             reports(page, width)
             shot = SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
             assert shot.is_file() and shot.stat().st_size > 1000, f"no screenshot {shot}"
+
+
+def test_raw_dollar_maths_is_found_in_tables_and_prose_but_not_in_code_or_typeset_maths() -> None:
+    page = (
+        "<table><tr><th>$n^*$</th></tr></table><p>costs $5 and $6</p>"
+        "<pre>echo $HOME $PATH</pre><span class='math notranslate'>$d$</span><code>$x$</code>"
+    )
+    assert _page_checks.raw_dollar_maths(page) == ["$n^*$"]

@@ -399,8 +399,8 @@ def test_the_sandbox_is_the_strongest_tier_available(graded: dict) -> None:
         assert TIER == "namespaces" or pytest.skip("namespaces are not available here")
         fresh_ids = _sandbox_ids(0) != (None, None)  # root of a user namespace may have no other uid
         assert ("namespaces, uid 19" if fresh_ids else "namespaces, same user") in output
-    else:
-        assert TIER == "process" and "same user" in output
+    else:  # not root: namespaces inside a user namespace where the kernel allows it, else a process group
+        assert f"{TIER}, same user" in output
 
 
 def _needs_namespaces() -> None:
@@ -465,8 +465,20 @@ def test_a_process_group_sandbox_also_survives_a_hang(tmp_path: Path) -> None:
     path = tmp_path / "hang.ipynb"
     nbformat.write(_submission(base, answers, {}), path)
     report = grade_notebook(path, isolation="process", limits=Limits(cell_s=CELL_S))
+    if os.geteuid() == 0 and _sandbox_ids(0) != (None, None) and not _fresh_uid_reaches_the_interpreter():
+        # Root without a fresh uid that can read Python: a process group would run answers as root. Refused.
+        assert report.error and "refusing to run answers as root" in report.error, report.error
+        assert [q.score for q in report.questions] == [0, 0, 0]
+        return
     assert report.sandbox.startswith("process") and [q.score for q in report.questions] == [0, 2, 3]
     assert report.questions[0].status == "stopped"
+
+
+def _fresh_uid_reaches_the_interpreter() -> bool:
+    """Whether a user with only "others" rights can read the interpreter (every folder above it searchable)."""
+    path = Path(os.path.realpath(sys.executable))
+    folders_searchable = all(os.stat(folder).st_mode & 0o001 for folder in path.parents)
+    return folders_searchable and bool(os.stat(path).st_mode & 0o004)
 
 
 def test_grade_command_writes_gradescope_results(tmp_path: Path, capsys) -> None:
@@ -538,6 +550,8 @@ attempt(4, lambda: write("/etc/xorlib-sandbox-probe"))  # the root file system
 attempt(8, lambda: libc.mount(None, b"/", None, 32 | 4096, None) == 0)  # remount / read-write
 attempt(16, lambda: libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, None) == 0)  # a new mount
 attempt(32, lambda: os.chown(".", 12345, 12345))
+if os.getpid() <= 3:  # inside a PID namespace (else never: kill(-1) as root outside would end the machine's jobs)
+    attempt(64, lambda: os.kill(-1, 18))  # SIGCONT, harmless: success means it reached a process besides us
 os._exit(100 + done)
 """
 
@@ -551,3 +565,13 @@ def test_a_root_runner_without_a_fresh_uid_can_write_only_its_folder() -> None:
     assert attempt.tier == "namespaces" and attempt.uid is None
     assert attempt.status == 101, f"attacks that succeeded (bitmask): {attempt.status - 100}"
     assert not any(path.exists() for path in outside)
+
+
+def test_a_sandbox_in_its_own_user_namespace_holds_without_any_privilege() -> None:
+    """As for a grader that is not root: the namespaces inside a user namespace, root inside mapped to the caller."""
+    if os.geteuid() != 0 or TIER != "namespaces":
+        pytest.skip("needs namespaces (here the check runs as root, asking for a user namespace)")
+    attempt = run_command([sys.executable, "-I", "-S", "-c", _ROOT_ATTACKS], fresh_uid=False, user_namespace=True)
+    assert attempt.tier == "namespaces" and attempt.uid is None
+    assert attempt.status == 101, f"attacks that succeeded (bitmask): {attempt.status - 100}"
+    assert not (Path(sys.prefix) / "xorlib-sandbox-probe").exists() and not Path("/etc/xorlib-sandbox-probe").exists()

@@ -23,7 +23,7 @@ def test_split_heads_split_on_every_one_of_20_draws_at_d_64() -> None:
 
 @pytest.mark.parametrize("heads", ["tied", "split"])
 def test_pair_free_step_certifies_1e_6_at_d_10_000(heads: str) -> None:
-    for seed in (900, 901, 902):  # held-out seeds: no constant of the rule was chosen on them
+    for seed in (1000, 1001, 1002):  # held-out seeds (>= 1000, as in chapter 4): no constant was chosen on them
         result = one_step(10_000, heads, seed=seed)
         assert float(result.worst_case.upper) <= 1e-6
         assert result.mean_loss_after <= float(result.worst_case.upper)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from xorlib.report import html_table
+from xorlib.report import as_power, html_table
 
 
 class _Cells(html.parser.HTMLParser):
@@ -134,3 +134,15 @@ def test_the_table_scrolls_inside_its_own_box() -> None:
 def test_errors_name_the_argument(kwargs: dict, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message.replace("[", r"\[").replace("]", r"\]")):
         html_table(**kwargs)
+
+
+def test_powers_of_ten_read_as_prose_not_e_notation() -> None:
+    assert as_power(5.7e-7) == "5.7 × 10⁻⁷"
+    assert as_power(61_000, 0) == "6 × 10⁴"
+    assert as_power(-1.518e-18, 2) == "−1.52 × 10⁻¹⁸"
+    assert as_power(0.0) == "0" and as_power(math.inf) == "∞"
+    for bad, error in ((math.nan, ValueError), ("1e-3", TypeError), (True, TypeError)):
+        with pytest.raises(error):
+            as_power(bad)
+    with pytest.raises(ValueError, match="digits"):
+        as_power(1.0, digits=9)

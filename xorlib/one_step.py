@@ -225,7 +225,7 @@ def one_step(
 
 
 def run_one_step(config: OneStepConfig) -> OneStepResult:
-    """Take the step described by ``config`` (see the module docstring), single-threaded: bit-identical on any machine setting."""
+    """Take the step described by ``config`` (see the module docstring), single-threaded: on the CPU, bit-identical for any thread setting."""
     if not isinstance(config, OneStepConfig):
         raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
     with threads(1):

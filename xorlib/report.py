@@ -16,7 +16,7 @@ import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["html_table", "in_words"]
+__all__ = ["as_power", "html_table", "in_words"]
 
 _MISSING = "—"
 _MATH = re.compile(r"\$([^$]+)\$")
@@ -229,3 +229,25 @@ def in_words(count: int) -> str:
     if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
         raise TypeError(f"count must be a non-negative integer, got {count!r}")
     return _WORDS[count] if count <= 10 else f"{count:,}"
+
+
+def as_power(value: float, digits: int = 1) -> str:
+    r"""A number in scientific notation as prose reads it: ``5.7 × 10⁻⁷`` (``digits`` after the point), never ``5.7e-07``.
+
+    Zero is ``0``; the sign is a true minus; :math:`\pm\infty` is ``∞``. NaN is refused:
+    a number the prose quotes must exist.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"value must be a real number, got {value!r}")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or not 0 <= digits <= 6:
+        raise ValueError(f"digits must be an integer from 0 to 6, got {digits!r}")
+    x = float(value)
+    if math.isnan(x):
+        raise ValueError("value is NaN: there is no number to quote")
+    sign = "−" if x < 0 else ""
+    if math.isinf(x):
+        return f"{sign}∞"
+    if x == 0:
+        return "0"
+    mantissa, exponent = f"{abs(x):.{int(digits)}e}".split("e")
+    return f"{sign}{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"

@@ -51,7 +51,8 @@ from collections.abc import Callable
 __all__ = ["PR_SET_PDEATHSIG", "launch", "main"]
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
+_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
@@ -136,6 +137,25 @@ def _seal_read_only(work: str) -> None:
     for path, flags in _mount_points():
         if path != work and os.path.isdir(path):
             _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+
+
+def _enter_user_namespace() -> None:
+    """Unshare a user namespace together with the others, and map our own uid and gid to root inside it.
+
+    Unprivileged users may do this where the kernel allows user namespaces: the
+    sandbox then has its own mounts, PIDs and network without any privilege
+    outside (``kill(-1)`` reaches only the sandbox's own processes). Root inside
+    maps to the caller outside, so the view is sealed read only and the runner
+    drops every capability (:func:`_seal_read_only`, :func:`_drop_capabilities`).
+    """
+    outer_uid, outer_gid = os.geteuid(), os.getegid()
+    _call(_LIBC.unshare(CLONE_NEWUSER | _NAMESPACES), "unshare(user)")
+    try:  # from here on there is no way back to the caller's namespaces: a failure ends this sandbox
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {outer_uid} 1"), ("gid_map", f"0 {outer_gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+    except OSError as err:
+        raise RuntimeError(f"the user namespace was created but its ids could not be mapped ({err})") from err
 
 
 def _drop_capabilities() -> None:
@@ -223,22 +243,32 @@ def launch(config: dict, run: Callable[[dict], None]) -> int:
     fd, uid = config["fd"], config.get("uid")
     config["processes_before"] = _process_count(os.geteuid())  # counted while /proc is still the host's
     tier = "process"
-    if config["mode"] != "process" and os.geteuid() == 0:
+    if config["mode"] != "process":
         try:
-            _call(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+            if os.geteuid() == 0 and not config.get("user_namespace"):
+                _call(_LIBC.unshare(_NAMESPACES), "unshare")
+            else:  # not root (or asked to): a user namespace of our own makes the other namespaces ours to create
+                _enter_user_namespace()
+                uid = config["uid"] = None
             tier = "namespaces"
         except OSError as err:
             if config["mode"] == "namespaces":
                 _send(fd, e="launcher-error", error=f"namespaces are required but unavailable ({err})")
                 return 70
-    if os.geteuid() != 0:
+    if tier == "process" and os.geteuid() != 0:
         uid = None
     elif tier == "process" and uid is not None:
         paths = [sys.executable, *config["keep"]]
         if all(_reachable(p) for p in paths if os.path.exists(p)):
             os.chown(config["work"], uid, config["gid"])
         else:
-            uid = None  # the interpreter is out of the fresh uid's reach: run as we are (reported)
+            uid = None  # the interpreter is out of the fresh uid's reach
+    if tier == "process" and uid is None and os.geteuid() == 0:  # root, no namespaces, no fresh uid: no sandbox
+        _send(fd, e="launcher-error", error=(
+            "refusing to run answers as root without namespaces: no fresh uid can read the interpreter "
+            f"({sys.executable}); allow unshare, install Python where other users can read it, or grade as a "
+            "normal user"))  # fmt: skip
+        return 70
     child = os.fork()
     if child == 0:
         if tier == "namespaces":  # pid 1 of the new namespace: build the view, start the runner, reap

@@ -226,11 +226,20 @@ def probe(isolation: str = "auto") -> str:
     return run_command([sys.executable, "-I", "-S", "-c", "pass"], isolation=isolation).tier
 
 
-def run_command(argv: Sequence[str], *, isolation: str = "auto", fresh_uid: bool = True, timeout_s: float = 60):
+def run_command(
+    argv: Sequence[str],
+    *,
+    isolation: str = "auto",
+    fresh_uid: bool = True,
+    user_namespace: bool = False,
+    timeout_s: float = 60,
+):
     """Run ``argv`` alone in a sandbox built as for a submission; return the :class:`Attempt` (tier, uid, status).
 
     ``fresh_uid=False`` keeps the caller's uid, as where no other uid is mapped
     (a rootless container): the sandbox must then hold without one.
+    ``user_namespace=True`` builds the namespaces inside a user namespace of the
+    sandbox's own, as for a grader that is not root, even when run as root.
     """
     control = Path(tempfile.mkdtemp(prefix="xorlib-probe-"))
     try:
@@ -244,7 +253,7 @@ def run_command(argv: Sequence[str], *, isolation: str = "auto", fresh_uid: bool
         config = {
             "mode": isolation, "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
             "work": str(control / "work"), "disk_bytes": 2**20, "rlimits": Limits().rlimits(),
-            "argv": list(argv), "env": environment(control / "work"),
+            "argv": list(argv), "env": environment(control / "work"), "user_namespace": user_namespace,
         }  # fmt: skip
 
         def start(fd: int) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .._checks import check_float, check_int, check_numbers, check_seed, check_sequence
 from ..codes import Codes
 from ..model import HEADS, ModelConfig
-from ..one_step import MAX_D, OneStepConfig, one_step, worst_case_curve
+from ..one_step import MAX_D, OneStepConfig, OneStepResult, one_step, worst_case_curve
 from ..population import population_score_gradient
 from ..runtime import progress
 from ..task import random_pair
@@ -45,6 +45,23 @@ class DrawSummary:
     worst_median: float
     worst_max: float
     kappa_median: float
+    failures: tuple[tuple[int, str], ...] = ()  # (seed, why) of each draw that failed: see _why_it_failed
+
+
+#: Above this d the tied margin of a failed draw is not computed (it needs the dense codes).
+_MARGIN_MAX_D = 2**16
+
+
+def _why_it_failed(result: OneStepResult) -> str:
+    """Why one draw failed: a tie of the tied margin, both split heads on one bit, a head off the pair, or else."""
+    d, pair = result.config.model.d, result.pair
+    if d <= _MARGIN_MAX_D and tied_margin(result.config.model.codes.dense(), pair) <= 1e-12:
+        return "tie"
+    if result.config.model.heads == "split" and result.found[0] == result.found[1]:
+        return "both heads on one hidden bit"
+    if result.config.model.heads == "split" and not result.split:
+        return "a head off the pair"
+    return "not certified below epsilon"
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,7 @@ def _summary(d: int, heads: str, rule: str, draws: int, first_seed: int, epsilon
         worst_median=statistics.median(worst),
         worst_max=max(worst),
         kappa_median=statistics.median(r.kappa for r in results),
+        failures=tuple((first_seed + k, _why_it_failed(r)) for k, r in enumerate(results) if not r.success),
     )
 
 
