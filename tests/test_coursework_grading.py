@@ -465,8 +465,9 @@ def test_a_process_group_sandbox_also_survives_a_hang(tmp_path: Path) -> None:
     path = tmp_path / "hang.ipynb"
     nbformat.write(_submission(base, answers, {}), path)
     report = grade_notebook(path, isolation="process", limits=Limits(cell_s=CELL_S))
-    if os.geteuid() == 0 and _sandbox_ids(0) != (None, None) and not _fresh_uid_reaches_the_interpreter():
-        # Root without a fresh uid that can read Python: a process group would run answers as root. Refused.
+    if os.geteuid() == 0 and (_sandbox_ids(0) == (None, None) or not _fresh_uid_reaches_the_interpreter()):
+        # Root without a usable fresh uid (none mapped, or none can read Python): a process group would run the
+        # answers as root. Refused.
         assert report.error and "refusing to run answers as root" in report.error, report.error
         assert [q.score for q in report.questions] == [0, 0, 0]
         return
