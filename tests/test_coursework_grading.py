@@ -15,6 +15,9 @@ import csv
 import hashlib
 import json
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,9 +27,10 @@ import pytest
 
 from xorlib.coursework import ClassReport, Limits, grade_all, grade_notebook, read_marks
 from xorlib.coursework.__main__ import main
+from xorlib.coursework._launcher import _reachable, parse_mountinfo
 from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.gradebook import MarksError
-from xorlib.coursework.sandbox import _id_is_mapped, _sandbox_ids, probe, run_command
+from xorlib.coursework.sandbox import _id_is_mapped, _sandbox_ids, probe, run_command, working_isolation
 from xorlib.coursework.student import student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -465,7 +469,7 @@ def test_a_process_group_sandbox_also_survives_a_hang(tmp_path: Path) -> None:
     path = tmp_path / "hang.ipynb"
     nbformat.write(_submission(base, answers, {}), path)
     report = grade_notebook(path, isolation="process", limits=Limits(cell_s=CELL_S))
-    if os.geteuid() == 0 and (_sandbox_ids(0) == (None, None) or not _fresh_uid_reaches_the_interpreter()):
+    if os.geteuid() == 0 and (_sandbox_ids(0) == (None, None) or not _reachable(sys.executable)):
         # Root without a usable fresh uid (none mapped, or none can read Python): a process group would run the
         # answers as root. Refused.
         assert report.error and "refusing to run answers as root" in report.error, report.error
@@ -473,13 +477,6 @@ def test_a_process_group_sandbox_also_survives_a_hang(tmp_path: Path) -> None:
         return
     assert report.sandbox.startswith("process") and [q.score for q in report.questions] == [0, 2, 3]
     assert report.questions[0].status == "stopped"
-
-
-def _fresh_uid_reaches_the_interpreter() -> bool:
-    """Whether a user with only "others" rights can read the interpreter (every folder above it searchable)."""
-    path = Path(os.path.realpath(sys.executable))
-    folders_searchable = all(os.stat(folder).st_mode & 0o001 for folder in path.parents)
-    return folders_searchable and bool(os.stat(path).st_mode & 0o004)
 
 
 def test_grade_command_writes_gradescope_results(tmp_path: Path, capsys) -> None:
@@ -570,9 +567,50 @@ def test_a_root_runner_without_a_fresh_uid_can_write_only_its_folder() -> None:
 
 def test_a_sandbox_in_its_own_user_namespace_holds_without_any_privilege() -> None:
     """As for a grader that is not root: the namespaces inside a user namespace, root inside mapped to the caller."""
-    if os.geteuid() != 0 or TIER != "namespaces":
-        pytest.skip("needs namespaces (here the check runs as root, asking for a user namespace)")
+    if os.geteuid() != 0 or working_isolation("auto", user_namespace=True) != "namespaces":
+        pytest.skip("needs root asking for a user namespace, and a /proc the kernel lets a user namespace remount")
     attempt = run_command([sys.executable, "-I", "-S", "-c", _ROOT_ATTACKS], fresh_uid=False, user_namespace=True)
     assert attempt.tier == "namespaces" and attempt.uid is None
     assert attempt.status == 101, f"attacks that succeeded (bitmask): {attempt.status - 100}"
     assert not (Path(sys.prefix) / "xorlib-sandbox-probe").exists() and not Path("/etc/xorlib-sandbox-probe").exists()
+
+
+def test_mountinfo_paths_are_unescaped_and_flags_kept() -> None:
+    text = (
+        "36 25 0:32 / /mnt/with\\040space rw,nosuid,nodev,relatime shared:1 - tmpfs none rw\n"
+        "37 25 0:33 / /srv/données ro,noexec,noatime - ext4 /dev/sda1 ro\n"
+    )
+    assert parse_mountinfo(text) == [("/mnt/with space", 2 | 4 | (1 << 21)), ("/srv/données", 8 | 1024)]
+
+
+def test_a_mount_covered_by_the_sandboxs_proc_does_not_stop_the_seal(tmp_path: Path) -> None:
+    """As binfmt_misc under /proc on most hosts: the new /proc covers it, so sealing must pass over it."""
+    if os.geteuid() != 0 or TIER != "namespaces" or not Path("/proc/driver").is_dir() or not shutil.which("unshare"):
+        pytest.skip("needs root, namespaces, unshare(1) and a /proc/driver folder to mount over")
+    script = tmp_path / "attacks.py"
+    script.write_text(
+        "import sys\nfrom xorlib.coursework.sandbox import run_command\n"
+        f"attempt = run_command([sys.executable, '-I', '-S', '-c', {_ROOT_ATTACKS!r}], fresh_uid=False)\n"
+        "print(attempt.tier, attempt.status)\n"
+    )
+    shell = f"mount -t tmpfs none /proc/driver && {shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", shell], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.split() == ["namespaces", "101"], done.stdout + done.stderr[-2000:]
+
+
+def test_auto_means_the_process_tier_where_a_user_namespace_cannot_mount_proc(tmp_path: Path) -> None:
+    """A mount on /proc makes the kernel refuse a user namespace its own /proc: no such sandbox can be built there."""
+    if os.geteuid() != 0 or TIER != "namespaces" or not Path("/proc/driver").is_dir() or not shutil.which("unshare"):
+        pytest.skip("needs root, namespaces, unshare(1) and a /proc/driver folder to mount over")
+    script = tmp_path / "resolve.py"
+    script.write_text(
+        "from xorlib.coursework.sandbox import working_isolation\n"
+        "print(working_isolation('auto', user_namespace=True), working_isolation('auto'))\n"
+    )
+    shell = f"mount -t tmpfs none /proc/driver && {shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", shell], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.split() == ["process", "namespaces"], done.stdout + done.stderr[-2000:]

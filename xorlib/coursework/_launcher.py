@@ -39,8 +39,10 @@ process, or the runner; ``outer`` leads the sandbox's session) and, at the end,
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -48,7 +50,7 @@ import stat
 import sys
 from collections.abc import Callable
 
-__all__ = ["PR_SET_PDEATHSIG", "launch", "main"]
+__all__ = ["PR_SET_PDEATHSIG", "launch", "main", "parse_mountinfo"]
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
@@ -62,8 +64,8 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 def _call(result: int, what: str) -> None:
     if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -114,15 +116,18 @@ _MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "no
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}  # fmt: skip
 
 
-def _mount_points() -> list[tuple[str, int]]:
-    """Every mount point of this namespace with the flags it must keep (``/proc/self/mountinfo``)."""
+def parse_mountinfo(text: str) -> list[tuple[str, int]]:
+    """The mount points of a ``/proc/<pid>/mountinfo`` text, each with the flags a remount must keep.
+
+    Field 5 is the mount point, with space, tab, newline and backslash written as
+    octal escapes (``\\040``); field 6 the per-mount options.
+    """
     points = []
-    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            path = fields[4].encode().decode("unicode_escape")  # spaces and the like come as octal escapes
-            flags = sum(_MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
-            points.append((path, flags))
+    for line in text.splitlines():
+        fields = line.split()
+        path = re.sub(r"\\([0-7]{3})", lambda escape: chr(int(escape[1], 8)), fields[4])
+        flags = sum(_MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
+        points.append((path, flags))
     return points
 
 
@@ -132,11 +137,21 @@ def _seal_read_only(work: str) -> None:
     A root runner (without a fresh uid) owns most files, so file modes stop
     nothing; read-only mounts do, once :func:`_drop_capabilities` has taken away
     the right to remount. The flags a mount already has are kept: a user
-    namespace refuses to clear them.
+    namespace refuses to clear them. A mount covered by a later one (under the
+    hidden folders, or under the old ``/proc``) has no path of its own any more:
+    its path is gone, or names a plain folder of what covers it (EINVAL, not a
+    mount point), and nothing can reach it.
     """
-    for path, flags in _mount_points():
-        if path != work and os.path.isdir(path):
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        points = parse_mountinfo(handle.read())
+    for path, flags in points:
+        if path == work or not os.path.lexists(path):
+            continue
+        try:
             _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+        except OSError as err:
+            if err.errno != errno.EINVAL or os.path.ismount(path):
+                raise
 
 
 def _enter_user_namespace() -> None:
@@ -166,7 +181,7 @@ def _drop_capabilities() -> None:
     """
     _call(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     for capability in range(64):
-        if _LIBC.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such
+        if _LIBC.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:  # no such
             _call(-1, f"prctl(CAPBSET_DROP, {capability})")
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = (ctypes.c_uint32 * 6)()  # two words of effective, permitted, inheritable: all zero
@@ -265,9 +280,9 @@ def launch(config: dict, run: Callable[[dict], None]) -> int:
             uid = None  # the interpreter is out of the fresh uid's reach
     if tier == "process" and uid is None and os.geteuid() == 0:  # root, no namespaces, no fresh uid: no sandbox
         _send(fd, e="launcher-error", error=(
-            "refusing to run answers as root without namespaces: no fresh uid can read the interpreter "
-            f"({sys.executable}); allow unshare, install Python where other users can read it, or grade as a "
-            "normal user"))  # fmt: skip
+            "refusing to run answers as root without namespaces and without a fresh uid (none is mapped here, or "
+            f"none can read the interpreter {sys.executable}): allow namespaces, install Python where other users "
+            "can read it, or grade as a normal user"))  # fmt: skip
         return 70
     child = os.fork()
     if child == 0:

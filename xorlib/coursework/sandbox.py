@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._build import write_build
-from ._supervise import DEFAULT_LIMITS, Limits, environment, fork_server, run_attempt, site_dirs
+from ._supervise import DEFAULT_LIMITS, Attempt, Limits, environment, fork_server, run_attempt, site_dirs
 
 __all__ = ["Limits"]  # the rest is internal to xorlib.coursework
 
@@ -187,7 +187,7 @@ def run_jobs(
             attempts += 1
             plan = json.dumps({"skip": sorted(skip), "evaluated": sorted(evaluated)})
             config = {
-                "mode": isolation, "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
+                "mode": working_isolation(isolation), "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
                 "work": str(control / "work"), "disk_bytes": limits.disk_mb * 2**20, "rlimits": limits.rlimits(),
                 "manifest": str(control / "manifest.json"), "plan": plan, "env": environment(control / "work"),
             }  # fmt: skip
@@ -223,7 +223,26 @@ def run_jobs(
 
 def probe(isolation: str = "auto") -> str:
     """The tier a sandbox gets here (``"namespaces"`` or ``"process"``), found by starting an empty one."""
-    return run_command([sys.executable, "-I", "-S", "-c", "pass"], isolation=isolation).tier
+    return run_command(_EMPTY, isolation=working_isolation(isolation)).tier
+
+
+_EMPTY = (sys.executable, "-I", "-S", "-c", "pass")
+
+
+@functools.cache
+def working_isolation(isolation: str, *, user_namespace: bool = False) -> str:
+    """``"auto"`` made concrete, once per process: ``"namespaces"`` where an empty sandbox of that tier runs here.
+
+    Creating the namespaces can succeed while building the view inside them fails:
+    in a user namespace the kernel refuses a fresh ``/proc`` when the old one has
+    mounts on it (``binfmt_misc`` on most hosts, the masked paths of a container).
+    Then the sandbox cannot be built, and ``"auto"`` means the process tier.
+    ``user_namespace`` is for tests: probe as a grader that is not root would.
+    """
+    if isolation != "auto":
+        return isolation
+    attempt = run_command(_EMPTY, isolation="namespaces", user_namespace=user_namespace)
+    return "namespaces" if attempt.tier == "namespaces" and attempt.status == 0 else "process"
 
 
 def run_command(
@@ -233,7 +252,7 @@ def run_command(
     fresh_uid: bool = True,
     user_namespace: bool = False,
     timeout_s: float = 60,
-):
+) -> Attempt:
     """Run ``argv`` alone in a sandbox built as for a submission; return the :class:`Attempt` (tier, uid, status).
 
     ``fresh_uid=False`` keeps the caller's uid, as where no other uid is mapped
