@@ -11,7 +11,6 @@ are what a Binder reader and a researcher re-running the sweeps wait.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chapter_times import ROOT, chapter_paths, time_chapter
+from .chapter_times import ROOT, chapter_paths, child_environment, time_chapter
 from .suite import BenchmarkResult
 
 __all__ = [
@@ -64,7 +63,7 @@ def chapters_benchmark(paths: Sequence[Path] | None = None, *, limit_s: float = 
                 chapter=found.chapter,
                 seconds=found.seconds,
                 code_cells=found.cells,
-                within_budget=found.error is None and found.seconds <= limit_s,
+                within_budget=found.within(limit_s),
                 error=found.error or "",
             )
         )
@@ -99,8 +98,7 @@ def grids_benchmark(
     """
     command = list(command) if command is not None else grid_command(jobs)
     with tempfile.TemporaryDirectory(prefix="xorlib-grids-") as cold:
-        env = {**os.environ, "XORLIB_CACHE": cold}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = child_environment(cold)
         done = subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=timeout_s, capture_output=True, text=True)
     rows, total, used = [], None, None
     for line in done.stdout.splitlines():

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ChapterTime", "chapter_paths", "execute", "time_chapter"]
+__all__ = ["ChapterTime", "chapter_paths", "child_environment", "execute", "time_chapter"]
 
 ROOT = Path(__file__).resolve().parents[1]
 _MARK = "CHAPTER-TIME "
@@ -45,6 +45,10 @@ class ChapterTime:
     cells: int
     error: str | None
     pinned: bool  # run under taskset -c 0
+
+    def within(self, limit_s: float) -> bool:
+        """Whether the chapter ran to the end without error within ``limit_s`` seconds."""
+        return self.error is None and self.seconds <= limit_s
 
 
 def chapter_paths() -> list[Path]:
@@ -76,15 +80,22 @@ def execute(path: Path) -> ChapterTime:
     return ChapterTime(name, seconds, cells, error, _pinned())
 
 
+def child_environment(cache: str | None) -> dict[str, str]:
+    """The environment of a measured child process: this checkout first on ``PYTHONPATH``, and ``XORLIB_CACHE``
+    set to ``cache`` (a fresh, empty folder: a cold cache), or left as it is when ``cache`` is None."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if cache is not None:
+        env["XORLIB_CACHE"] = cache
+    return env
+
+
 def time_chapter(path: Path, *, warm_cache: bool = False, timeout_s: float = 1800.0) -> ChapterTime:
     """Execute one chapter in a fresh process pinned to CPU 0 (``taskset -c 0``, where it exists)."""
     command = [sys.executable, "-m", "benchmarks.chapter_times", "--execute", str(path)]
     if shutil.which("taskset"):
         command = ["taskset", "-c", "0", *command]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory(prefix="xorlib-cold-cache-") as cold:
-        if not warm_cache:
-            env["XORLIB_CACHE"] = cold
+        env = child_environment(None if warm_cache else cold)
         done = subprocess.run(
             command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout_s, check=False
         )
@@ -116,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     slow = 0
     for path in paths:
         result = time_chapter(path, warm_cache=args.warm_cache)
-        within = result.seconds <= args.limit and result.error is None
+        within = result.within(args.limit)
         slow += not within
         print(
             f"| {result.chapter:<40} | {result.seconds:7.1f} | {result.cells:10d} | {'yes' if within else 'NO':>12} "

@@ -63,11 +63,7 @@ def test_a_streamed_step_in_a_fresh_process_stays_in_bounded_memory() -> None:
 
 @pytest.mark.parametrize(("source", "error"), [("x = 1 + 1", None), ("1 / 0", "ZeroDivisionError")])
 def test_chapter_times_executes_a_chapter_in_a_fresh_pinned_kernel(tmp_path: Path, source, error) -> None:
-    chapter = tmp_path / "tiny.md"
-    header = "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-    kernel = "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n"
-    chapter.write_text(f"{header}{kernel}\n# Tiny\n\n```{{code-cell}} ipython3\n{source}\n```\n")
-    timed = time_chapter(chapter)
+    timed = time_chapter(_tiny_chapter(tmp_path, source))
     assert timed.cells == 1 and timed.seconds > 0
     assert (timed.error is None) if error is None else (error in timed.error)
     names = [path.name for path in chapter_paths()]

@@ -21,9 +21,8 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-EXPERIMENTS = ("one_step", "attention_variants", "finite_samples", "ffnn", "multistep", "authors")
-#: Longest first (full grids, seconds on one core of the development machine), so that the jobs end together.
-_LONGEST_FIRST = ("authors", "ffnn", "finite_samples", "multistep", "one_step", "attention_variants")
+#: The experiments, longest full grid first (on the development machine), so that parallel jobs end together.
+EXPERIMENTS = ("authors", "finite_samples", "ffnn", "multistep", "one_step", "attention_variants")
 
 
 def _run(name: str, full: bool) -> tuple[str, float, int, str]:
@@ -41,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=EXPERIMENTS, default=list(EXPERIMENTS), metavar="NAME")
     parser.add_argument("--jobs", type=int, default=None, help="experiments at once (default: the cores, at most 6)")
     args = parser.parse_args(argv)
-    names = [name for name in _LONGEST_FIRST if name in args.only]
+    names = [name for name in EXPERIMENTS if name in args.only]
     jobs = args.jobs if args.jobs is not None else min(len(names), len(os.sched_getaffinity(0)))
     if not 1 <= jobs <= len(EXPERIMENTS):
         parser.error(f"--jobs must be from 1 to {len(EXPERIMENTS)}, got {jobs}")
