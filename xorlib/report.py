@@ -73,9 +73,15 @@ def _number(value: numbers.Real) -> str:
         return f"{sign}{x:.3g}"
     if 1e3 <= x < 1e6:
         return f"{sign}{x:,.0f}"
-    mantissa, exponent = f"{x:.2e}".split("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{sign}{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return sign + _power_of_ten(x, 2, trim=True)
+
+
+def _power_of_ten(x: float, digits: int, *, trim: bool = False) -> str:
+    """``x > 0`` as ``m × 10ᵉ`` with ``digits`` after the point (``trim``: trailing zeros dropped)."""
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
+    if trim:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def _text(value: object) -> str:
@@ -249,5 +255,4 @@ def as_power(value: float, digits: int = 1) -> str:
         return f"{sign}∞"
     if x == 0:
         return "0"
-    mantissa, exponent = f"{abs(x):.{int(digits)}e}".split("e")
-    return f"{sign}{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return sign + _power_of_ten(abs(x), int(digits))
