@@ -53,7 +53,11 @@ def test_tied_heads_are_one_head_in_disguise() -> None:
     z = x @ attention_weights(codes @ q, "softmax")
     one_head = (0.5 * (1 - 2 * z**2 - xor_labels(x, result.pair)) ** 2).mean()
     (grad,) = torch.autograd.grad(one_head, q)
-    assert torch.allclose(result.queries_after[0], -(result.lr / 2) * grad, rtol=1e-10, atol=1e-15)
+    expected = -(result.lr / 2) * grad
+    # Entries that are zero in exact arithmetic come out as exact zeros from the closed form but as rounding noise
+    # (a few eps times the step's size) from autograd's sum over 2^d inputs: compare on the scale of the step.
+    scale = float(expected.abs().max())
+    assert float((result.queries_after[0] - expected).abs().max()) <= 1e-12 * scale
 
 
 @pytest.mark.parametrize("heads", ["tied", "split"])
