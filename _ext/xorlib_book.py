@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,86 @@ def load_mathjax_for_outputs(app: Sphinx, doctree: nodes.document) -> None:
             return
 
 
+def unfold_folded_proofs(app: Sphinx, doctree: nodes.document) -> None:
+    """A proof folded in a "Proof" dropdown reads "Proof" once, in one box.
+
+    The chapters fold each proof as ``:::{admonition} Proof`` (class ``dropdown``) around ``{prf:proof}``, whose
+    directive starts its text with "Proof. " inside a box of its own: unfolded, the reader saw "Proof. Proof." in
+    a double border. The inner box is dissolved into the dropdown and its "Proof. " dropped; the dropdown gets the
+    class ``xorlib-proof`` (printed unfolded, see ``_static/xorlib.css``).
+    """
+    try:
+        from sphinx_proof.nodes import proof_node
+    except ImportError:  # pragma: no cover - sphinx-proof is pinned
+        return
+    for box in list(doctree.findall(nodes.admonition)):
+        if "dropdown" not in box["classes"]:
+            continue
+        body = [child for child in box.children if not isinstance(child, nodes.title)]
+        if len(body) != 1 or not isinstance(body[0], proof_node):
+            continue
+        inner = body[0].next_node(nodes.admonition)
+        if inner is None:
+            continue
+        first = inner.next_node(nodes.Text)
+        if first is not None and str(first).startswith("Proof. "):
+            first.parent.replace(first, nodes.Text(str(first)[len("Proof. ") :]))
+        box.replace(body[0], list(inner.children))
+        box["classes"].append("xorlib-proof")
+
+
+def _is_empty_section(section: nodes.section) -> bool:
+    """A section with nothing but its title, comments (``<!-- ... -->`` too) and link targets."""
+    ignorable = (nodes.title, nodes.comment, nodes.target, nodes.substitution_definition)
+
+    def empty(child: nodes.Node) -> bool:
+        if isinstance(child, nodes.raw):
+            return not re.sub(r"<!--.*?-->", "", child.astext(), flags=re.DOTALL).strip()
+        return isinstance(child, ignorable)
+
+    return all(empty(child) for child in section.children)
+
+
+def drop_empty_exercise_headings(app: Sphinx, doctree: nodes.document) -> None:
+    """An "Exercises" section with no content is dropped; its ids (link targets) move to the next section.
+
+    The coursework sync writes its own "Exercises" section after the chapter's hand-written heading, and a chapter
+    without exercises keeps an empty one: the reader saw the heading twice, or a heading over nothing.
+    """
+    for section in list(doctree.findall(nodes.section)):
+        title = section.next_node(nodes.title)
+        if title is None or title.astext().strip() != "Exercises" or not _is_empty_section(section):
+            continue
+        parent = section.parent
+        following = parent.index(section) + 1
+        neighbour = parent[following] if following < len(parent) else None
+        if isinstance(neighbour, nodes.section):
+            neighbour["ids"] = [*section["ids"], *neighbour["ids"]]
+            doctree.ids.update({i: neighbour for i in section["ids"]})
+        else:
+            for name in section["ids"]:
+                doctree.ids.pop(name, None)
+        parent.remove(section)
+
+
+def html_handlers_for_singlehtml(app: Sphinx) -> None:
+    """The single-page builder (``make pdf``) renders every node the HTML builder renders.
+
+    Sphinx falls back to the ``html`` handlers only when no extension registered ``singlehtml`` ones; some do
+    (sphinx-design), and then sphinx-proof's theorem nodes have no visitor at all.
+    """
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for name, pair in handlers.get("html", {}).items():
+        single.setdefault(name, pair)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("builder-inited", html_handlers_for_singlehtml)
+    app.connect("doctree-read", unfold_folded_proofs, priority=400)  # before the table of contents is collected
+    app.connect("doctree-read", drop_empty_exercise_headings, priority=400)
     app.connect("doctree-read", load_mathjax_for_outputs, priority=600)  # after the maths domain's own count
     app.connect("html-page-context", add_notebook_button, priority=502)  # after the theme's buttons (501)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)

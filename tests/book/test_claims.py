@@ -7,7 +7,7 @@ from pathlib import Path
 
 from xorlib.claims import CLAIMS, STATUSES, claims_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_claim_points_at_a_real_label_and_test() -> None:

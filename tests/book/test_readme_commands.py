@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 SHELL_FENCES = {"", "bash", "sh", "shell", "console", "zsh"}
 COMMAND_START = re.compile(r"^(make|python3?|\.venv/bin/|PIP_[A-Z_]+=|XORLIB_[A-Z_]+=)")

@@ -30,7 +30,7 @@ import _chromium
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
 RUN_TIMEOUT = 120.0
 

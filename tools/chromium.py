@@ -1,9 +1,9 @@
-"""Headless Chromium for the tests, driven over the DevTools protocol through a pipe.
+"""Headless Chromium, driven over the DevTools protocol through a pipe: for ``make pdf`` and the book's tests.
 
 ``--remote-debugging-pipe`` gives the browser file descriptors 3 (commands in) and 4 (replies out): no port, no
 network and no Python package beyond the standard library. The browser is Debian's ``/usr/bin/chromium`` (or
-``XORLIB_CHROMIUM``); a test that needs it and cannot find it skips, or fails when ``XORLIB_REQUIRE_BROWSER=1``.
-Used by ``tests/test_browser.py`` (the built book) and ``tests/test_lab.py`` (JupyterLab).
+``XORLIB_CHROMIUM``). Used by ``tools/print_pdf.py`` (the book as one PDF) and, through ``tests/book/_chromium.py``
+(which skips or fails a test when there is no browser), by the browser, JupyterLab and PDF checks.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-REQUIRED = os.environ.get("XORLIB_REQUIRE_BROWSER") == "1"
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -40,13 +37,6 @@ FLAGS = [
     "--mute-audio",
     "--remote-debugging-pipe",
 ]
-
-
-def unavailable(reason: str) -> None:
-    """Skip the calling test, or fail it when ``XORLIB_REQUIRE_BROWSER=1``."""
-    if REQUIRED:
-        pytest.fail(f"{reason} (XORLIB_REQUIRE_BROWSER=1)")
-    pytest.skip(reason)
 
 
 def executable() -> str | None:
@@ -234,12 +224,16 @@ class Page:
         path.write_bytes(base64.b64decode(shot["data"]))
 
 
+class NoBrowser(RuntimeError):
+    """No Chromium is installed."""
+
+
 @contextmanager
 def launch() -> Iterator[Browser]:
-    """A fresh headless Chromium with a throw-away profile (skips the test when there is none)."""
+    """A fresh headless Chromium with a throw-away profile (``NoBrowser`` when there is none)."""
     binary = executable()
     if binary is None:
-        unavailable("Chromium is not installed (apt-get install -y chromium)")
+        raise NoBrowser("Chromium is not installed (apt-get install -y chromium)")
     with tempfile.TemporaryDirectory(prefix="xorlib-chromium-") as profile:
         browser = Browser(binary, profile)
         try:

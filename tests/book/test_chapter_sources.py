@@ -14,7 +14,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p for p in (ROOT / "chapters").glob("*.md") if p.read_text().startswith("---\njupytext"))
 HIDDEN = {"remove-cell", "remove-input"}
 

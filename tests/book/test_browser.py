@@ -34,7 +34,7 @@ import pytest
 import yaml
 from _page_checks import inspect, problems
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("XORLIB_HTML_DIR", ROOT / "_build" / "html")).resolve()
 SCREENSHOTS = HTML_DIR.parent / "screenshots"
 WIDTHS = (1280, 390)

@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 INDEX_LINE = re.compile(r"^\s*--(extra-)?index-url\s+https://download\.pytorch\.org/whl/cpu\s*$")
 JUPYTEXT_VIEWER = "Jupytext Notebook"
