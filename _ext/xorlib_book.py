@@ -1,10 +1,12 @@
 """Small Sphinx additions for the book (loaded from ``_config.yml``, ``sphinx.local_extensions``).
 
-* Every page made from a notebook gets a visible ``.ipynb`` button in its header that downloads the executed
-  notebook (outputs included) for Jupyter or Colab; ``_static/xorlib.js`` makes it save rather than open the file.
-  The notebook is ``_build/jupyter_execute/<page>.ipynb`` with its outputs restored from jupyter-cache when the
-  chapter was not re-run (myst-nb 1.4 writes that file without them then, and sphinx-book-theme's own ".ipynb"
-  menu entry would offer a notebook with no outputs).
+* Every page made from a notebook gets a visible ``.ipynb`` button in its header that downloads the reader's
+  export of the executed notebook (``_ext/xorlib_export.py``: plain Markdown, outputs and glued values in place,
+  a first cell that installs xorlib from the wheel this build ships in ``_static/wheels/``), for Jupyter or
+  Colab; ``_static/xorlib.js`` makes it save rather than open the file.
+* The "Proof" dropdowns hold their proof once (no "Proof. Proof.", one border); an "Exercises" heading over
+  nothing (the coursework sync's duplicate, or a chapter without exercises) is dropped.
+* The single-page builder (``make pdf``) gets the HTML builder's node handlers.
 * A page whose only maths sits in cell outputs (the header of an :func:`xorlib.report.html_table`) loads MathJax,
   which Sphinx otherwise leaves out of pages without equations.
 * sphinx-thebe 0.3.1 adds its inline configuration script (``const THEBE_JS_URL = ...``) after the builder has
@@ -25,42 +27,174 @@ from sphinx.application import Sphinx
 __version__ = "1.0"
 
 
-def _executed_notebook(app: Sphinx, pagename: str) -> str | None:
-    """The executed notebook of a page, as JSON text (None for a page that is not a notebook).
+def book_url(app: Sphinx) -> str:
+    """The online book's address: ``html_baseurl``, else the GitHub Pages site of ``repository.url``."""
+    if app.config.html_baseurl:
+        return app.config.html_baseurl.rstrip("/") + "/"
+    repository = str((app.config.html_theme_options or {}).get("repository_url", "")).rstrip("/")
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?", repository)
+    if not match:
+        return repository + "/"
+    owner, name = match[1], match[2]
+    return f"https://{owner.lower()}.github.io/{name}/" if name.lower() != f"{owner.lower()}.github.io" else ""
 
-    myst-nb writes ``_build/jupyter_execute/<page>.ipynb``, but when the outputs come from jupyter-cache (an
-    unchanged chapter) it writes the notebook it read, without them; the outputs are then merged back from the
-    cache, as myst-nb itself does when it renders the page.
+
+def wheel_name(app: Sphinx) -> str:
+    """The file name of xorlib's wheel (``xorlib-<version>-py3-none-any.whl``), from ``pyproject.toml``."""
+    import tomllib
+
+    project = tomllib.loads((Path(app.srcdir) / "pyproject.toml").read_text())["project"]
+    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+
+
+def build_wheel(app: Sphinx, exception: Exception | None) -> None:
+    """xorlib's wheel into ``_static/wheels/`` of the built site, offline, for the downloads' install cell.
+
+    pip builds it (setuptools, no build isolation, no index) from a copy of the package's files, so that nothing
+    is written into the working tree.
     """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if exception is not None or app.builder.name != "html":
+        return
+    root = Path(app.srcdir)
+    target = Path(app.outdir) / "_static" / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="xorlib-wheel-") as tmp:
+        source = Path(tmp) / "src"
+        source.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy(root / name, source / name)
+        shutil.copytree(root / "xorlib", source / "xorlib", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+        subprocess.run([*command, "--wheel-dir", str(Path(tmp) / "dist"), str(source)], check=True, timeout=300)
+        (wheel,) = (Path(tmp) / "dist").glob("*.whl")
+        if wheel.name != wheel_name(app):
+            raise RuntimeError(f"pip built {wheel.name}, the downloads install {wheel_name(app)}")
+        shutil.copy(wheel, target / wheel.name)
+
+
+def _reference_resolver(app: Sphinx, docname: str) -> tuple[Any, Any]:
+    """``resolve(role, target)`` and ``number(label)`` for :class:`xorlib_export.Book`, from the environment."""
+    from xorlib_export import Target
+
+    env = app.env
+    base = book_url(app)
+    std = env.get_domain("std")
+    formats = app.config.numfig_format or {}
+
+    def url(doc: str, anchor: str = "") -> str:
+        return f"{base}{doc}.html" + (f"#{anchor}" if anchor else "")
+
+    def number_in(doc: str, label: str) -> tuple[str, str] | None:
+        for kind, numbers in env.toc_fignumbers.get(doc, {}).items():
+            if label in numbers:
+                return kind, ".".join(map(str, numbers[label]))
+        return None
+
+    def number(label: str) -> str:
+        proof = getattr(env, "proof_list", {}).get(label)
+        if proof is not None:
+            if proof.get("nonumber"):
+                return ""
+            found = number_in(proof["docname"], label)
+            return found[1] if found else ""
+        found = std.anonlabels.get(label)
+        if found is not None:
+            numbered = number_in(found[0], found[1])
+            return numbered[1] if numbered else ""
+        return ""
+
+    def resolve(role: str, target: str) -> Target | None:
+        if role == "prf:ref":
+            proof = getattr(env, "proof_list", {}).get(target)
+            if proof is None:
+                return None
+            kind = proof["realtype"].title()
+            return Target(f"{kind} {number(target)}".strip(), url(proof["docname"], target))
+        if role == "eq":
+            found = env.get_domain("math").equations.get(target)
+            return None if found is None else Target(f"({found[1]})", url(found[0], f"equation-{target}"))
+        if role == "doc":
+            doc = str(Path(docname).parent / target) if not target.startswith("/") else target.lstrip("/")
+            doc = str(Path(doc).with_suffix("")) if doc.endswith((".md", ".ipynb")) else doc
+            title = env.titles.get(doc)
+            return None if title is None else Target(title.astext(), url(doc))
+        if role.startswith("py:"):
+            entry = env.get_domain("py").objects.get(target)
+            return None if entry is None else Target(f"`{target}`", url(entry.docname, entry.node_id))
+        if role == "numref":
+            found = std.anonlabels.get(target)
+            if found is None:
+                return None
+            numbered = number_in(found[0], found[1])
+            if numbered is None:
+                return None
+            kind, value = numbered
+            text = formats.get(kind, "%s").replace("%s", value)
+            return Target(text, url(found[0], found[1]))
+        found = std.labels.get(target)
+        if found is not None:
+            return Target(found[2] or target, url(found[0], found[1]))
+        proof = getattr(env, "proof_list", {}).get(target)  # {ref} to a statement
+        if proof is not None:
+            return Target(proof.get("title") or target, url(proof["docname"], target))
+        anon = std.anonlabels.get(target)
+        return None if anon is None else Target(target, url(anon[0], anon[1]))
+
+    return resolve, number
+
+
+def _glue_values(folder: Path, pagename: str) -> dict[str, str]:
+    """The text of each value a page glued with ``myst_nb.glue`` (``{glue:text}``)."""
+    import json
+
+    path = folder / f"{pagename}.glue.json"
+    if not path.is_file():
+        return {}
+    values = {}
+    for key, output in json.loads(path.read_text(encoding="utf-8")).items():
+        text = output.get("data", {}).get("text/plain")
+        if isinstance(text, str):
+            values[key] = text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+    return values
+
+
+def reader_notebook(app: Sphinx, pagename: str) -> str | None:
+    """The reader's export of a page's executed notebook, as JSON text (None for a page that is not a notebook)."""
     import nbformat
+    from xorlib_export import Book, export
 
     folder = Path(app.outdir).parent / "jupyter_execute"
     path = folder / f"{pagename}.ipynb"
     if not path.is_file():
         return None
-    text = path.read_text(encoding="utf-8")
-    notebook = nbformat.reads(text, as_version=4)
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    if not code or any(cell.get("outputs") for cell in code):
-        return text
-    config = getattr(app.env, "mystnb_config", None)
-    cache_path = Path(getattr(config, "execution_cache_path", "") or Path(app.outdir).parent / ".jupyter_cache")
-    if getattr(config, "execution_mode", None) != "cache" or not cache_path.is_dir():
-        return text
-    from jupyter_cache import get_cache
-
-    try:
-        _, merged = get_cache(cache_path).merge_match_into_notebook(notebook)
-    except KeyError:  # not in the cache (excluded from execution): the notebook as it is
-        return text
-    return nbformat.writes(merged)
+    notebook = nbformat.read(path, as_version=4)
+    if not any(cell.cell_type == "code" for cell in notebook.cells):
+        return None
+    resolve, number = _reference_resolver(app, pagename)
+    macros = ((app.config.mathjax3_config or {}).get("tex", {}) or {}).get("macros", {})
+    needs = str(notebook.metadata.get("xorlib", {}).get("needs", ""))
+    book = Book(
+        base_url=book_url(app),
+        resolve=resolve,
+        number=number,
+        macros=macros,
+        source_dir=(Path(app.srcdir) / pagename).parent,
+        wheel=wheel_name(app),
+        needs=needs,
+    )
+    return nbformat.writes(nbformat.from_dict(export(notebook, book, _glue_values(folder, pagename))))
 
 
 def add_notebook_button(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """A top-level "download the executed notebook" button for pages built from notebooks."""
-    if doctree is None or "header_buttons" not in context:
+    """A top-level "download the notebook" button for pages built from notebooks: the reader's export."""
+    if doctree is None or "header_buttons" not in context or app.builder.name != "html":
         return
-    notebook = _executed_notebook(app, pagename)
+    notebook = reader_notebook(app, pagename)
     if notebook is None:
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
@@ -75,7 +209,7 @@ def add_notebook_button(app: Sphinx, pagename: str, templatename: str, context: 
             "url": url,
             "text": ".ipynb",
             "icon": "fas fa-download",
-            "tooltip": "Download this chapter as a Jupyter notebook, with its outputs",
+            "tooltip": "Download this chapter as a notebook that runs anywhere (Jupyter, Colab), with its outputs",
             "label": "download-ipynb-button",
         },
     )
@@ -193,7 +327,11 @@ def html_handlers_for_singlehtml(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))  # xorlib_export, xorlib_eval
     app.connect("builder-inited", html_handlers_for_singlehtml)
+    app.connect("build-finished", build_wheel)
     app.connect("doctree-read", unfold_folded_proofs, priority=400)  # before the table of contents is collected
     app.connect("doctree-read", drop_empty_exercise_headings, priority=400)
     app.connect("doctree-read", load_mathjax_for_outputs, priority=600)  # after the maths domain's own count
