@@ -102,7 +102,31 @@ def _patch_myst_nb() -> None:
     eval_inline = NotebookClientInline.eval_variable
     MditRenderMixin.render_nb_cell_markdown = render_nb_cell_markdown
     NotebookClientInline.eval_variable = eval_variable
+    _glue_reads_ahead()
     MditRenderMixin._xorlib_patched = True
+
+
+def _glue_reads_ahead() -> None:
+    """``{glue:text}`` may name a value glued further down the chapter, as it may in the other execution modes.
+
+    In the inline mode a value is glued only when its cell has run; a key not glued yet runs the rest of the chapter
+    first. (Only for chapters that still glue: the convention is ``{eval}``, see ``tools/CONVENTIONS.md``.)
+    """
+    from myst_nb.core.execute.inline import NotebookClientInline
+    from myst_nb.ext.glue import directives, roles, utils
+
+    retrieve = utils.retrieve_glue_data
+
+    def retrieve_glue_data(document: Any, key: str) -> Any:
+        renderer = document.attributes.get("nb_renderer")
+        client = getattr(getattr(renderer, "renderer", None), "nb_client", None)
+        if isinstance(client, NotebookClientInline) and key not in client.glue_data:
+            client.code_cell_outputs(len(client.notebook.cells) - 1)
+        return retrieve(document, key)
+
+    for module in (utils, roles, directives):
+        if getattr(module, "retrieve_glue_data", None) is retrieve:
+            module.retrieve_glue_data = retrieve_glue_data
 
 
 def _replay_client_class() -> type:
