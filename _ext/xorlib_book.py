@@ -194,7 +194,14 @@ def add_notebook_button(app: Sphinx, pagename: str, templatename: str, context: 
     """A top-level "download the notebook" button for pages built from notebooks: the reader's export."""
     if doctree is None or "header_buttons" not in context or app.builder.name != "html":
         return
-    notebook = reader_notebook(app, pagename)
+    from sphinx.util import logging
+    from xorlib_export import ExportError
+
+    try:
+        notebook = reader_notebook(app, pagename)
+    except ExportError as error:
+        logging.getLogger(__name__).warning(f"the reader's notebook of {pagename}: {error}", location=pagename)
+        return
     if notebook is None:
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"

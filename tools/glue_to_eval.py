@@ -129,7 +129,9 @@ def convert(text: str, macros: dict[str, str] | None = None) -> tuple[str, Repor
         for call in sorted(calls, key=lambda c: c.lineno, reverse=True):
             arguments = call.value.args
             if not arguments or not isinstance(arguments[0], ast.Constant) or not isinstance(arguments[0].value, str):
-                report.manual.append(f"line {_line(text, cell.start(), call.lineno)}: glue with a key that is not a literal")
+                report.manual.append(
+                    f"line {_line(text, cell.start(), call.lineno)}: glue with a key that is not a literal"
+                )
                 continue
             if len(arguments) < 2:
                 report.manual.append(f"line {_line(text, cell.start(), call.lineno)}: glue without a value")
