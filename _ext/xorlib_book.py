@@ -7,6 +7,8 @@
 * The "Proof" dropdowns hold their proof once (no "Proof. Proof.", one border); an "Exercises" heading over
   nothing (the coursework sync's duplicate, or a chapter without exercises) is dropped.
 * The single-page builder (``make pdf``) gets the HTML builder's node handlers.
+* The chapters' kernels run the font probe (``_ext/font_probe.py``): figures carry their smallest font size, for
+  the browser checks; ``import xorlib`` in a reader's kernel does nothing of the kind.
 * A page whose only maths sits in cell outputs (the header of an :func:`xorlib.report.html_table`) loads MathJax,
   which Sphinx otherwise leaves out of pages without equations.
 * sphinx-thebe 0.3.1 adds its inline configuration script (``const THEBE_JS_URL = ...``) after the builder has
@@ -333,10 +335,33 @@ def html_handlers_for_singlehtml(app: Sphinx) -> None:
         single.setdefault(name, pair)
 
 
+def install_font_probe(app: Sphinx, config: Any) -> None:
+    """The chapters' kernels (started by this build) tag figures with their smallest font (``_ext/font_probe.py``).
+
+    ``IPYTHONDIR`` of this process, which the kernels inherit, points at a throw-away profile whose startup file
+    installs the probe; a reader's kernel never runs it.
+    """
+    import os
+    import tempfile
+
+    from font_probe import profile
+
+    folder = Path(tempfile.mkdtemp(prefix="xorlib-ipython-"))
+    os.environ["IPYTHONDIR"] = str(profile(folder))
+    app.connect("build-finished", lambda app, exception: _remove(folder))
+
+
+def _remove(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))  # xorlib_export, xorlib_eval
+    app.connect("config-inited", install_font_probe)
     app.connect("builder-inited", html_handlers_for_singlehtml)
     app.connect("build-finished", build_wheel)
     app.connect("doctree-read", unfold_folded_proofs, priority=400)  # before the table of contents is collected

@@ -14,13 +14,22 @@ The checks:
 * ``equation_width``: at 1280 px every equation fits the column without scrolling (break long displays);
 * ``code_width``: at 1280 px no code cell scrolls sideways (about 88 columns fit);
 * ``figure_text``: every Matplotlib figure's smallest text, as displayed, is at least :data:`MIN_TEXT_PX` CSS px:
-  ``points / 72 * dpi * displayed width / natural width``, from the font size that :mod:`xorlib.plots.style`
-  writes into the PNG and the PNG's own resolution field;
-* ``figure_style``: every Matplotlib figure carries that font-size tag (it was drawn with :mod:`xorlib.plots`
-  imported, so in the book's colours and fonts);
+  ``points / 72 * dpi * displayed width / natural width``, from the font size that the build's font probe
+  (``_ext/font_probe.py``) writes into the PNG and the PNG's own resolution field;
+* ``figure_style``: every Matplotlib figure carries that font-size tag (it was drawn by the book's build);
 * ``maths``: MathJax (served from the book itself) typeset every formula, without errors;
 * ``console``: no script error, ``console.error`` or failed load;
 * ``tracebacks``: no cell output shows an error.
+
+The checks of issue 22 (each offender a short stable string, judged against ``tests/book/allowlist.yml``):
+
+* ``table_width`` (1280 px): no table of the main text (outside folds) is wider than its column;
+* ``figure_text`` (390 px too): a figure's smallest text as displayed on a phone;
+* ``screen_width`` (390 px): no equation and no part of the header is wider than the screen (a display
+  equation that scrolls inside its box still fails);
+* ``exercises``: one "Exercises" heading at most, and never over nothing;
+* ``proof_proof``: no "Proof. Proof.";
+* ``figure_captions``: every figure of the main text has a numbered caption.
 """
 
 from __future__ import annotations
@@ -35,9 +44,9 @@ from urllib.parse import unquote, urlparse
 
 from _chromium import Page
 
-#: The smallest text a figure may show, in CSS px at a 1280-px window ("about 9 px"; 0.1 px for rounding).
+#: The smallest text a figure may show, in CSS px, at 1280 and at 390 px ("about 9 px"; 0.1 px for rounding).
 MIN_TEXT_PX = 8.9
-#: The PNG text key of :mod:`xorlib.plots.style` (kept in step with ``style._MIN_FONT_KEY`` by a test).
+#: The PNG text key of the font probe (``_ext/font_probe.py``; kept in step with ``font_probe.FONT_KEY`` by a test).
 FONT_KEY = "xorlib-min-font-pt"
 
 # Runs in the page: waits for MathJax and the images, opens every folded block, then measures.
@@ -161,6 +170,45 @@ INSPECT = r"""
       return parseFloat(s.paddingLeft) + parseFloat(s.paddingRight) + parseFloat(getComputedStyle(t).borderSpacing) < 6;
     }))
     .map(t => (t.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 80));
+  // Issue 22's checks. A table or figure "of the main text" is one outside folded blocks.
+  const folded = (el) => !!el.closest('details, .dropdown, .toggle, .tag_hide-input, .tag_hide-output, .tag_hide-cell');
+  const headers = (t) => [...(t.tHead || t).querySelectorAll('th')].slice(0, 3)
+    .map(c => (c.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 30)).join(' | ')
+    || (t.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 60);
+  const wideTables = [...article.querySelectorAll('table')]
+    .filter(t => !folded(t) && t.getBoundingClientRect().width > 0)
+    .map(t => ({what: headers(t), width: Math.round(t.scrollWidth),
+                column: Math.round((t.closest('.xorlib-table-wrap, .pst-scrollable-table-container, .cell_output')
+                                    || t.parentElement).clientWidth)}))
+    .filter(t => t.width > t.column + 1);
+  const wideEquations = [...document.querySelectorAll('mjx-container[display="true"]')]
+    .map(m => ({m, r: (m.querySelector('mjx-math') || m).getBoundingClientRect()}))
+    .filter(({r}) => r.width > window.innerWidth)
+    .map(({m, r}) => ({what: ((m.closest('div.math') || m).getAttribute('data-tex')
+                               || (m.querySelector('mjx-assistive-mml') || m).textContent || '')
+                               .replace(/\s+/g, ' ').trim().slice(0, 50), width: Math.round(r.width)}));
+  const wideHeader = [...document.querySelectorAll('.bd-header *, .header-article *')]
+    .filter(e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+                   return r.width > 0 && s.visibility !== 'hidden' && !e.closest('.bd-sidebar-primary, .bd-sidebar-secondary, dialog')
+                     && r.right > window.innerWidth + 1; })
+    .map(e => describe(e).slice(0, 50));
+  const exerciseHeadings = [...article.querySelectorAll('h1, h2, h3, h4')]
+    .filter(h => /^Exercises#?$/.test((h.textContent || '').trim()))
+    .map(h => { const section = h.closest('section');
+                const rest = section ? [...section.children].filter(c => c !== h && !/^(SPAN)$/.test(c.tagName)) : [1];
+                return {empty: rest.length === 0}; });
+  const figures = [...article.querySelectorAll('img')]
+    .filter(i => !folded(i) && i.getBoundingClientRect().width > 0 && !i.closest('.xorlib-icon, a.navbar-brand'))
+    .map((i, k) => {
+      const figure = i.closest('figure');
+      const caption = figure && figure.querySelector('figcaption');
+      let heading = i; let title = '';
+      const section = i.closest('section');
+      const h = section && section.querySelector('h1, h2, h3');
+      title = h ? (h.textContent || '').replace('#', '').trim().slice(0, 40) : '';
+      return {what: `figure ${k + 1} (under "${title}")`, caption: !!caption,
+              numbered: !!(caption && caption.querySelector('.caption-number'))};
+    });
   const download = document.querySelector('a.btn-download-ipynb-button');
   return {
     url: location.href,
@@ -186,6 +234,15 @@ INSPECT = r"""
     scrolls,
     pipeTables,
     crowdedTables,
+    wideTables,
+    wideEquations,
+    wideHeader,
+    exerciseHeadings,
+    proofProof: (article.innerText || '').includes('Proof. Proof.')
+      || [...article.querySelectorAll('.admonition.dropdown')].some(a => {
+           const t = a.querySelector('.admonition-title'); const p = a.querySelector('.admonition-title ~ * p, .admonition-title ~ p');
+           return t && /^Proof/.test(t.textContent.trim()) && p && /^Proof\./.test(p.textContent.trim()); }),
+    figures,
     download: download ? {href: download.href, hasDownload: download.hasAttribute('download'),
                           visible: download.getBoundingClientRect().width > 0} : null,
   };
@@ -290,6 +347,27 @@ def problems(report: dict) -> dict[str, list[str]]:
         "console": list(report["console"]),
         "tracebacks": list(report["tracebacks"])
         + (["a cell output shows a traceback"] if report["tracebackText"] else []),
+        "table_width": [f"table {item['what']!r}" for item in report.get("wideTables", []) if width >= 1000],
+        "screen_width": (
+            [f"equation {item['what']!r}" for item in report.get("wideEquations", [])]
+            + [f"header {item}" for item in report.get("wideHeader", [])][:1]
+            if width < 1000
+            else []
+        ),
+        "exercises": (
+            (
+                [f"{len(report.get('exerciseHeadings', []))} Exercises headings"]
+                if len(report.get("exerciseHeadings", [])) > 1
+                else []
+            )
+            + ["an empty Exercises heading" for item in report.get("exerciseHeadings", []) if item["empty"]][:1]
+        ),
+        "proof_proof": ["Proof. Proof."] if report.get("proofProof") else [],
+        "figure_captions": [
+            f"{item['what']} has no {'caption' if not item['caption'] else 'number'}"
+            for item in report.get("figures", [])
+            if not item["numbered"]
+        ],
     }
     if width < 1000 and report["pageWidth"] > width + 1:
         found["overflow"].append(f"the page is {report['pageWidth']} px wide in a {width}-px window")
@@ -300,13 +378,11 @@ def problems(report: dict) -> dict[str, list[str]]:
             found["maths"].append(f"MathJax is not served by the book: {report['mathjaxScripts']}")
     found["maths"] += [f"not typeset: {text!r}" for text in report["unrendered"][:5]]
     found["maths"] += [f"MathJax error: {text!r}" for text in report["mathErrors"][:5]]
-    for image in report["images"]:
-        name = Path(urlparse(image["src"]).path).name[:16] if not image["src"].startswith("data:") else "data: image"
+    for number, image in enumerate(report["images"], start=1):
+        name = f"figure {number}"
         if not image["ok"]:
-            found["figure_text"].append(f"{name} did not load")
+            found["figure_text"].append(f"{name}: did not load")
             continue
-        if width < 1000:
-            continue  # text size is judged at the desktop width; on a phone readers zoom
         measured = figure_text(image)
         if measured is None:
             continue

@@ -110,3 +110,10 @@ def serve() -> Iterator[object]:
     yield start
     for site in sites:
         site.close()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """``XORLIB_ALLOWLIST_UPDATE=1``: write the allow-list from what the checks found (see ``_allowlist``)."""
+    import _allowlist
+
+    _allowlist.write()

@@ -121,15 +121,13 @@ def _figure_png(font_pt: float, figsize: tuple[float, float]) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from xorlib.plots import style
-
     fig, axes = plt.subplots(1, 3, figsize=figsize, layout="constrained")
     for ax in axes:
         ax.plot([0, 1, 2], [1, 0, 1], label="head 1")
         ax.tick_params(labelsize=font_pt)
         ax.legend(fontsize=font_pt)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", metadata={style._MIN_FONT_KEY: f"{font_pt}"})
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", metadata={_page_checks.FONT_KEY: f"{font_pt}"})
     plt.close(fig)
     return base64.b64encode(buffer.getvalue()).decode()
 
@@ -223,9 +221,8 @@ def test_the_book_css_and_helpers_pass_the_checks(synthetic: dict) -> None:
 
 
 def test_the_font_key_is_the_style_modules() -> None:
-    from xorlib.plots import style
 
-    assert style._MIN_FONT_KEY == _page_checks.FONT_KEY
+    assert font_probe.FONT_KEY == _page_checks.FONT_KEY
 
 
 # --- the built book -------------------------------------------------------------------------------------------

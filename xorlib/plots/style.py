@@ -5,18 +5,13 @@ the content column of the built book at a 1280-px window (688 CSS px), so the br
 a 9-pt label is 12.5 px on screen, not the 6 px of a wide figure shrunk to fit. One or two panels per row; a third
 panel goes on a new row.
 
-In a notebook, figures are sent to the page as PNG images that carry, as PNG text, the smallest font size (in
-points) among the texts drawn; the PNG's resolution field holds its DPI. The book's browser checks read both and
-the displayed width to compute the smallest text a reader sees.
+The book's build and tests measure the smallest text a reader sees with a font probe that lives with them
+(``_ext/font_probe.py``), never in a reader's kernel: importing :mod:`xorlib` only sets Matplotlib's defaults.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import math
-import sys
-from collections.abc import Callable
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -52,8 +47,6 @@ _WIDTH_IN = 6.7
 _ROW_HEIGHT_IN = {1: 3.2, 2: 2.8}
 #: The smallest font of the style (tick labels, legends), in points: 12.5 px at the natural size.
 _SMALL_PT = 9.0
-#: PNG text key under which a notebook figure records its smallest font size, in points.
-_MIN_FONT_KEY = "xorlib-min-font-pt"
 
 _RC = {
     "figure.dpi": _DPI,
@@ -82,12 +75,11 @@ _RC = {
 
 
 def apply() -> None:
-    """Set Matplotlib's defaults to the book's style; in IPython, also tag figures with their smallest font size.
+    """Set Matplotlib's defaults to the book's style.
 
     Called when :mod:`xorlib.plots` is imported; calling it again is harmless.
     """
     mpl.rcParams.update(_RC)
-    _install_png_formatter()
 
 
 def subplots(
@@ -127,118 +119,3 @@ def subplots(
     for spare in grid[panels:]:  # an odd last panel leaves one slot empty
         spare.remove()
     return fig, grid[:panels]
-
-
-def smallest_font(fig: Figure) -> float | None:
-    """The smallest font size, in points, among the non-empty texts drawn in ``fig`` (None when it has no text).
-
-    Only texts that are actually drawn count: hidden tick labels or switched-off axes do not.
-    """
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    sizes: list[float] = []
-    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
-    if renderer is None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        renderer = FigureCanvasAgg(Figure(dpi=fig.dpi)).get_renderer()
-
-    def record(gc: object, x: float, y: float, s: str, prop: object, *args: object, **kwargs: object) -> None:
-        if str(s).strip():
-            sizes.append(float(prop.get_size_in_points()))
-
-    def skip(*args: object, **kwargs: object) -> None:
-        return None
-
-    drawing = (
-        "draw_path",
-        "draw_markers",
-        "draw_path_collection",
-        "draw_quad_mesh",
-        "draw_gouraud_triangles",
-        "draw_image",
-    )
-    saved = {name: renderer.__dict__.get(name) for name in (*drawing, "draw_text", "draw_tex")}
-    try:
-        for name in drawing:
-            setattr(renderer, name, skip)
-        renderer.draw_text = record
-        renderer.draw_tex = record
-        fig.draw(renderer)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                renderer.__dict__.pop(name, None)
-            else:
-                setattr(renderer, name, value)
-    return min(sizes) if sizes else None
-
-
-def _png_with_font_size(fig: Figure, **kwargs: object) -> str | None:
-    """IPython's PNG formatter for figures, plus the smallest font size as PNG text (base64 PNG, like IPython's)."""
-    from IPython.core.pylabtools import print_figure
-
-    if not fig.axes and not fig.lines:
-        return None
-    metadata = dict(kwargs.pop("metadata", None) or {})
-    size = smallest_font(fig)
-    if size is not None:
-        metadata[_MIN_FONT_KEY] = f"{size:.2f}"
-    return print_figure(fig, "png", base64=True, metadata=metadata, **kwargs)
-
-
-_png_with_font_size.xorlib = True  # type: ignore[attr-defined]
-
-
-def _wrap(formatter: object) -> Callable[[Figure], str | None] | None:
-    """Our formatter with the keyword arguments of IPython's plain PNG one, or None to leave ``formatter`` alone."""
-    from IPython.core.pylabtools import print_figure
-
-    if getattr(formatter, "xorlib", False) or getattr(getattr(formatter, "func", None), "xorlib", False):
-        return None
-    if not (isinstance(formatter, functools.partial) and formatter.func is print_figure):
-        return None  # retina, or somebody else's formatter: keep it
-    keywords = dict(formatter.keywords)
-    if keywords.pop("fmt", "png") != "png":
-        return None
-    keywords.pop("base64", None)
-    return functools.partial(_png_with_font_size, **keywords)
-
-
-def _register(shell: object) -> None:
-    from matplotlib.figure import Figure as _Figure
-
-    png = shell.display_formatter.formatters["image/png"]
-    try:
-        current = png.lookup_by_type(_Figure)
-    except KeyError:
-        return  # PNG output is switched off (SVG figures, say): nothing to tag
-    ours = _wrap(current)
-    if ours is not None:
-        png.for_type(_Figure, ours)
-
-
-def _on_pre_run_cell(*args: object) -> None:
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is not None:
-        _register(shell)
-
-
-def _install_png_formatter() -> None:
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or not hasattr(shell, "display_formatter"):
-        return
-    try:
-        backend = mpl.get_backend(auto_select=False)
-    except TypeError:  # Matplotlib < 3.10
-        backend = mpl.rcParams._get("backend")
-    if backend in ("inline", "module://matplotlib_inline.backend_inline"):
-        # Loading the inline backend registers IPython's figure formatters; do it now, so that ours replaces them
-        # here rather than being replaced by them at the first figure.
-        importlib.import_module("matplotlib_inline.backend_inline")
-    _register(shell)
-    callbacks = shell.events.callbacks.get("pre_run_cell", [])
-    if _on_pre_run_cell not in callbacks:
-        shell.events.register("pre_run_cell", _on_pre_run_cell)
