@@ -22,6 +22,15 @@ def _close_figures() -> None:
     plt.close("all")
 
 
+def test_the_smallest_text_is_9_px_on_a_phone_and_larger_on_a_desktop() -> None:
+    """Issue 22: figure text at least 9 CSS px at 390 px, where a figure shrinks to the phone's column."""
+    natural = style._WIDTH_IN * style._DPI
+    smallest = min(matplotlib.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize"))
+    on_phone = smallest / 72 * style._DPI * min(1.0, style._PHONE_COLUMN_PX / natural)
+    on_desktop = smallest / 72 * style._DPI * min(1.0, style._COLUMN_PX / natural)
+    assert on_phone >= 9.0 and on_desktop >= 12.0, (on_phone, on_desktop)
+
+
 def test_importing_the_package_applies_the_style() -> None:
     assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][:3] == ["#0072B2", "#D55E00", "#009E73"]
     assert matplotlib.rcParams["figure.dpi"] == 100
@@ -39,7 +48,7 @@ def test_subplots_fill_the_column_one_or_two_panels_per_row(panels: int, per_row
     axes = np.atleast_1d(axes)
     assert len(axes) == panels and len(fig.axes) == panels
     width_px = fig.get_figwidth() * fig.dpi
-    assert style._COLUMN_PX - 40 <= width_px <= style._COLUMN_PX  # shown at (nearly) its natural size
+    assert width_px <= style._COLUMN_PX  # shown at its natural size on a desktop
     lefts = sorted({round(ax.get_position().x0, 2) for ax in axes})
     assert len(lefts) == min(per_row, panels)
     assert fig.get_figheight() == pytest.approx(rows * style._ROW_HEIGHT_IN[min(per_row, panels)])
@@ -72,15 +81,15 @@ def test_importing_xorlib_leaves_a_readers_kernel_alone() -> None:
             socket.create_connection(server.getsockname(), timeout=2).close()
         except OSError:
             pytest.skip("127.0.0.1 is unreachable: run `ip link set lo up` first")
+    first = "import xorlib, xorlib.plots, matplotlib.pyplot as plt\nfig, ax = plt.subplots(); ax.plot([1, 2])"
     probe = (
-        "import xorlib, xorlib.plots, matplotlib.pyplot as plt\n"
         "from matplotlib.figure import Figure\n"
         "shell = get_ipython()\n"
         "hooks = [f for fs in shell.events.callbacks.values() for f in fs if 'xorlib' in getattr(f, '__module__', '')]\n"
         "png = shell.display_formatter.formatters['image/png'].lookup_by_type(Figure)\n"
-        "print(len(hooks), 'xorlib' in repr(png))"
+        "print(len(hooks), getattr(getattr(png, 'func', png), '__module__', '').startswith('xorlib'))"
     )
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(probe)]
+    notebook.cells = [nbformat.v4.new_code_cell(first), nbformat.v4.new_code_cell(probe)]
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
-    assert notebook.cells[0].outputs[0]["text"].strip() == "0 False"
+    assert notebook.cells[1].outputs[0]["text"].strip() == "0 False"

@@ -1,9 +1,10 @@
 """The look of every figure: colour-blind-safe colours, legible fonts, and a width that fits the book's column.
 
-Importing :mod:`xorlib.plots` applies this style (:func:`apply`). A figure made with :func:`subplots` is as wide as
-the content column of the built book at a 1280-px window (688 CSS px), so the browser shows it at its natural size:
-a 9-pt label is 12.5 px on screen, not the 6 px of a wide figure shrunk to fit. One or two panels per row; a third
-panel goes on a new row.
+Importing :mod:`xorlib.plots` applies this style (:func:`apply`). A figure made with :func:`subplots` is 5.4 inches
+(540 px) wide with no text under 10 pt, so that it is legible where it is shown: at its natural size in the book's
+1280-px column (688 px), the smallest label is 13.9 px; on a 390-px phone, where the figure shrinks to the 358-px
+column, it is still 9.2 px (a full-column figure with 9-pt labels shrank them to 6.6 px there). One or two panels
+per row; a third panel goes on a new row.
 
 The book's build and tests measure the smallest text a reader sees with a font probe that lives with them
 (``_ext/font_probe.py``), never in a reader's kernel: importing :mod:`xorlib` only sets Matplotlib's defaults.
@@ -41,12 +42,14 @@ PALETTE: dict[str, str] = {
 _DPI = 100
 #: The content column of the book at a 1280-px window (sphinx-book-theme 1.3): 752 px less 2 x 32 px padding.
 _COLUMN_PX = 688
-#: Figure width in inches: the column, less a margin for the tight bounding box's padding.
-_WIDTH_IN = 6.7
+#: The content column on a 390-px phone: the window less 2 x 16 px padding.
+_PHONE_COLUMN_PX = 358
+#: Figure width in inches: narrow enough that the smallest text stays 9 px on a phone (see the module's docstring).
+_WIDTH_IN = 5.4
 #: Height of one row of panels, in inches, for one and for two panels per row.
-_ROW_HEIGHT_IN = {1: 3.2, 2: 2.8}
-#: The smallest font of the style (tick labels, legends), in points: 12.5 px at the natural size.
-_SMALL_PT = 9.0
+_ROW_HEIGHT_IN = {1: 2.9, 2: 2.5}
+#: The smallest font of the style (tick labels, legends), in points: 13.9 px at the natural size, 9.2 px on a phone.
+_SMALL_PT = 10.0
 
 _RC = {
     "figure.dpi": _DPI,
@@ -57,10 +60,10 @@ _RC = {
     "savefig.facecolor": "white",
     "axes.prop_cycle": cycler(color=list(PALETTE.values())),
     "image.cmap": "viridis",
-    "font.size": 10.0,
-    "axes.titlesize": 10.5,
-    "axes.labelsize": 10.0,
-    "figure.titlesize": 11.0,
+    "font.size": 10.5,
+    "axes.titlesize": 11.0,
+    "axes.labelsize": 10.5,
+    "figure.titlesize": 11.5,
     "xtick.labelsize": _SMALL_PT,
     "ytick.labelsize": _SMALL_PT,
     "legend.fontsize": _SMALL_PT,
@@ -85,7 +88,7 @@ def apply() -> None:
 def subplots(
     panels: int = 1, *, per_row: int = 2, height: float | None = None, **kwargs: object
 ) -> tuple[Figure, Axes | np.ndarray]:
-    """A figure with ``panels`` axes, one or two per row, as wide as the book's content column.
+    """A figure with ``panels`` axes, one or two per row, legible in the book's column on a desktop and on a phone.
 
     Parameters
     ----------
@@ -94,7 +97,7 @@ def subplots(
     per_row
         Panels side by side, 1 or 2 (more would shrink every label below legibility).
     height
-        Height of one row in inches (default 3.2 for one panel per row, 2.8 for two).
+        Height of one row in inches (default 2.9 for one panel per row, 2.5 for two).
     **kwargs
         Passed to :func:`matplotlib.pyplot.subplots` (``sharex``, ``sharey``, ``subplot_kw``, ...).
 
