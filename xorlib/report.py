@@ -2,8 +2,8 @@
 
 The table sits in a box that scrolls sideways when it is wider than the page (a phone), instead of being cut off;
 numbers are right-aligned in columns of equal-width digits and written to be read: thousands separators
-(``12,345``), three significant figures, powers of ten as ``1.4 × 10⁻⁶`` rather than ``1.4e-06``, and a dash for a
-missing value or NaN. Maths in ``$...$`` (headers, cells, caption) is typeset by MathJax in the book and in Jupyter.
+(``12,345``), three significant figures, powers of ten as ``1.4 × 10⁻⁶`` rather than ``1.4e-06`` (also where a
+column's format spec asks for ``e``), and a dash for a missing value or NaN. Maths in ``$...$`` (headers, cells, caption) is typeset by MathJax in the book and in Jupyter.
 The look (class ``xorlib-table``) is set by the book's ``_static/xorlib.css``; the scrolling works without it.
 """
 
@@ -84,6 +84,19 @@ def _power_of_ten(x: float, digits: int, *, trim: bool = False) -> str:
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
+_E_NOTATION = re.compile(r"(?<![\w.])([-+]?)(\d+(?:\.\d*)?)[eE]([-+]?\d+)(?![\w.])")
+
+
+def _no_e_notation(text: str) -> str:
+    """``1.84e-02`` in a formatted cell, written as a reader reads it: ``1.84 × 10⁻²``."""
+
+    def power(match: re.Match[str]) -> str:
+        sign = "−" if match[1] == "-" else ""
+        return f"{sign}{match[2]} × 10{str(int(match[3])).translate(_SUPERSCRIPT)}"
+
+    return _E_NOTATION.sub(power, text)
+
+
 def _text(value: object) -> str:
     """Escaped HTML for a header, caption or string cell; ``$...$`` becomes MathJax inline maths."""
     parts, last = [], 0
@@ -101,7 +114,7 @@ def _cell(value: object, fmt: Format | None) -> str:
     if _is_missing(value):
         return _MISSING
     if fmt is not None:
-        return _text(fmt(value) if callable(fmt) else format(value, fmt))
+        return _text(_no_e_notation(fmt(value) if callable(fmt) else format(value, fmt)))
     if isinstance(value, bool):
         return "yes" if value else "no"
     if _is_number(value):
@@ -240,6 +253,7 @@ def in_words(count: int) -> str:
 def as_power(value: float, digits: int = 1) -> str:
     r"""A number in scientific notation as prose reads it: ``5.7 × 10⁻⁷`` (``digits`` after the point), never ``5.7e-07``.
 
+    Between 1 and 10⁴ there is no power of ten to read: ``2.0``, ``57``, ``5,700`` (the same significant digits).
     Zero is ``0``; the sign is a true minus; :math:`\pm\infty` is ``∞``. NaN is refused:
     a number the prose quotes must exist.
     """
@@ -255,4 +269,8 @@ def as_power(value: float, digits: int = 1) -> str:
         return f"{sign}∞"
     if x == 0:
         return "0"
+    exponent = int(f"{abs(x):.{int(digits)}e}".split("e")[1])
+    if 0 <= exponent <= 3:  # 2.0, 57, 570, 5,700: no power of ten to read
+        places = max(int(digits) - exponent, 0)
+        return f"{sign}{round(abs(x), int(digits) - exponent):,.{places}f}"
     return sign + _power_of_ten(abs(x), int(digits))

@@ -109,6 +109,12 @@ def test_columns_headers_formats_and_caption() -> None:
     assert html_table([{"x": 2}], formats={"x": lambda v: f"{v} runs"})._repr_html_().count("2 runs") == 1
 
 
+def test_a_format_spec_in_e_notation_still_reads_as_powers_of_ten() -> None:
+    table = html_table([{"w": 1.8416061290e-02, "n": 3}], formats={"w": ".3e", "n": "d"})
+    assert _cells(table).rows[1] == ["1.842 × 10⁻²", "3"]
+    assert "e-0" not in str(table)
+
+
 def test_the_table_scrolls_inside_its_own_box() -> None:
     text = str(html_table([{"a": 1}]))
     assert text.startswith('<div class="xorlib-table-wrap')
@@ -141,6 +147,8 @@ def test_powers_of_ten_read_as_prose_not_e_notation() -> None:
     assert as_power(61_000, 0) == "6 × 10⁴"
     assert as_power(-1.518e-18, 2) == "−1.52 × 10⁻¹⁸"
     assert as_power(0.0) == "0" and as_power(math.inf) == "∞"
+    assert as_power(2.0) == "2.0" and as_power(57.3) == "57" and as_power(5712.0) == "5,700"
+    assert as_power(-0.25, 2) == "−2.50 × 10⁻¹"
     for bad, error in ((math.nan, ValueError), ("1e-3", TypeError), (True, TypeError)):
         with pytest.raises(error):
             as_power(bad)
