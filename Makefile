@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make book   build the whole executed book into _build/html (creates .venv first)
-#   make test   lint, unit tests, the executed book (warnings are errors), and checks on the built HTML
+#   make test   lint, unit tests, the executed book (warnings are errors), its PDF, and checks on the built book
 # Everything runs inside .venv, created here from the pinned requirements.txt.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 
-.PHONY: env book book-clean test lint format unit book-tests notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
+.PHONY: env book book-clean pdf test lint format unit book-tests book-browser book-lab book-checks notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,17 @@ env: $(STAMP)
 # LARGE_D=1 (the default of make book) also runs chapter 11's step at d = 10^8 (about 45 s); make test skips it.
 LARGE_D ?= 1
 
+# --all: every chapter is read, so executed, again (a change in xorlib changes no chapter file).
 book: env
-	XORLIB_BOOK_LARGE_D=$(LARGE_D) $(JB) build . --warningiserror --keep-going
+	XORLIB_BOOK_LARGE_D=$(LARGE_D) $(JB) build . --all --warningiserror --keep-going
+
+# The whole book as one PDF, _build/html/book.pdf (linked from the front page): Jupyter Book's single-page build,
+# which replays the executed notebooks of the HTML build (nothing runs again), printed by Debian's Chromium
+# (tools/print_pdf.py). Builds the HTML book first if there is none.
+pdf: env
+	@test -f _build/html/index.html -a -d _build/jupyter_execute || $(MAKE) book
+	XORLIB_BOOK_REPLAY=_build/jupyter_execute $(JB) build . --builder custom --custom-builder singlehtml --warningiserror --keep-going
+	$(BIN)/python tools/print_pdf.py _build/singlehtml/intro.html _build/html/book.pdf
 
 book-clean: env
 	rm -rf _build
@@ -39,14 +48,24 @@ format: env
 	$(BIN)/ruff check --fix .
 
 unit: env
-	$(BIN)/python -m pytest -m "not book and not notebooks"
+	$(BIN)/python -m pytest -m "not book and not notebooks and not lab"
+
+# The checks of the built book, in two processes side by side (two cores): the browser at 1280 and 390 px with the
+# PDF and static checks, and JupyterLab with the downloads run in fresh environments.
+BOOK_TESTS_A := tests/book/test_browser.py tests/book/test_rendered_text.py tests/book/test_pdf.py
+book-browser: env
+	$(BIN)/python -m pytest -m book $(BOOK_TESTS_A)
+
+book-lab: env
+	$(BIN)/python -m pytest -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_TESTS_A))
 
 book-tests: env
-	$(BIN)/python -m pytest -m book
+	$(MAKE) -j2 book-browser book-lab
 
-# The unit tests and the book build run side by side (two cores); the browser checks need the built book.
+# The unit tests and the book build run side by side (two cores); the PDF and the browser checks need the book.
 test: lint
 	$(MAKE) -j2 unit book LARGE_D=0
+	$(MAKE) pdf
 	$(MAKE) book-tests
 
 clean:
@@ -83,15 +102,16 @@ experiments: env
 experiments-small: env
 	$(BIN)/python -m xorlib.experiments
 
-# JupyterLab on this checkout, from .venv, with jupytext's notebook view as the default viewer of .md files (the
-# settings file binder/overrides.json, installed into .venv as Binder's postBuild installs it), so chapters/*.md open
-# as runnable notebooks. Server options go in LAB_ARGS, e.g. make lab LAB_ARGS="--port=8899 --no-browser".
+# JupyterLab on this checkout, from .venv, as Binder has it (binder/postBuild does the same two things): jupytext's
+# notebook view is the default viewer of .md files (binder/overrides.json), so chapters/*.md open as runnable
+# notebooks that jupyterlab-myst renders as the book (admonitions, theorems, maths, references, {eval} values);
+# the kernel is named as the chapters' front matter names it ("Python 3"), so saving a chapter leaves it unchanged
+# (jupytext.toml keeps the evaluated values out of the file). Server options go in LAB_ARGS, e.g.
+# make lab LAB_ARGS="--port=8899 --no-browser".
 lab: env
-	$(BIN)/python -c "import pathlib, shutil; from jupyterlab.commands import get_app_dir; \
-	d = pathlib.Path(get_app_dir(), 'settings', 'overrides.d'); d.mkdir(parents=True, exist_ok=True); \
-	shutil.copy('binder/overrides.json', d / 'xorlib-book.json')"
+	$(BIN)/python binder/lab_setup.py
 	$(BIN)/jupyter lab $(LAB_ARGS)
 
 # Screenshots of every page of the built book at 1280 and 390 px, into _build/screenshots/ (run make book first).
 screenshots: env
-	XORLIB_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/test_browser.py -m book -k screenshots -q
+	XORLIB_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/book/test_browser.py -m book -k screenshots -q

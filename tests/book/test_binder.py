@@ -67,7 +67,16 @@ def test_binder_uses_the_root_pins() -> None:
 
 def test_the_root_pins_hold_what_binder_needs() -> None:
     root = _pins(ROOT / "requirements.txt")
-    for name in ("jupytext", "jupyterlab", "jupyter-server", "ipywidgets", "ipykernel", "torch", "jupyter-book"):
+    for name in (
+        "jupytext",
+        "jupyterlab",
+        "jupyterlab-myst",
+        "jupyter-server",
+        "ipywidgets",
+        "ipykernel",
+        "torch",
+        "jupyter-book",
+    ):
         assert canonicalize_name(name) in root, f"{name} is not pinned in requirements.txt"
 
 
@@ -142,9 +151,43 @@ def test_post_build_installs_the_overrides_where_jupyterlab_reads_them(tmp_path:
     assert overrides == json.loads((BINDER / "overrides.json").read_text())
 
 
-def test_make_lab_installs_the_same_overrides() -> None:
+def test_make_lab_sets_up_jupyterlab_as_binder_does() -> None:
     recipe = subprocess.run(
         ["make", "-n", "-o", ".venv/.installed-stamp", "lab"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert recipe.returncode == 0, recipe.stderr
-    assert "binder/overrides.json" in recipe.stdout and "jupyter lab" in recipe.stdout, recipe.stdout
+    assert "binder/lab_setup.py" in recipe.stdout and "jupyter lab" in recipe.stdout, recipe.stdout
+    assert "lab_setup.py" in (BINDER / "postBuild").read_text()
+
+
+def test_jupyterlab_myst_renders_the_chapters_in_the_lab() -> None:
+    extension = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyterlab-myst" / "package.json"
+    assert extension.is_file(), "jupyterlab-myst's JupyterLab extension is not installed (make env)"
+    version = json.loads(extension.read_text())["version"]
+    assert Version(version) == _pins(ROOT / "requirements.txt")["jupyterlab-myst"]
+
+
+def test_saving_a_chapter_keeps_its_file(tmp_path: Path) -> None:
+    """What JupyterLab adds to a chapter when it runs (the kernel's name, the values of {eval}) is not saved."""
+    import jupytext
+
+    chapter = ROOT / "tests" / "book" / "fixtures" / "glue" / "after.md"
+    notebook = jupytext.read(chapter)
+    notebook.metadata["kernelspec"]["display_name"] = "Python 3"  # as lab_setup.py names the kernel
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.metadata["user_expressions"] = [{"expression": "x", "result": {"status": "ok", "data": {}}}]
+    config = jupytext.config.load_jupytext_configuration_file(str(ROOT / "jupytext.toml"))
+    saved = jupytext.writes(notebook, fmt="md:myst", config=config)
+    assert saved == chapter.read_text()
+
+
+def test_lab_setup_names_the_kernel_as_the_chapters_do() -> None:
+    sys.path.insert(0, str(BINDER))
+    import lab_setup
+
+    assert lab_setup.DISPLAY_NAME == "Python 3"
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        head = path.read_text().split("\n---\n", 1)[0]
+        if "kernelspec:" in head:
+            assert f"display_name: {lab_setup.DISPLAY_NAME}\n" in head, f"{path.name} names its kernel otherwise"

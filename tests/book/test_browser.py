@@ -24,7 +24,6 @@ import base64
 import io
 import json
 import os
-import sys
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path

@@ -9,6 +9,13 @@ server's kernel websocket, and checks that none fails.
 
 The chapter is the one of ``_toc.yml`` with the fewest lines of code (``XORLIB_LAB_CHAPTER=chapters/NN.md`` picks
 another). Marked ``lab``: ``make test`` runs it; ``pytest -m lab`` runs it alone.
+
+Then, as a reader does, it opens chapters 1-3 in that JupyterLab, runs all their cells from the menu's command
+(``notebook:run-all-cells``), saves them, and reads the rendered markdown (jupyterlab-myst): no raw MyST
+(``{prf:``, ``:label:``, ``{ref}``, ``{glue:text}``, ``(label)=``, ``:::{``), no maths error, and every value that
+the book glues with ``{eval}`` shown as the book shows it (the values recorded in the book's executed notebooks).
+Saving leaves the working tree as it was (``git status``). What today's chapters still fail is judged against
+``tests/book/allowlist.yml``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
+import _allowlist
 import _chromium
 import pytest
 import yaml
@@ -102,6 +110,7 @@ class Lab:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={ROOT}",
             "--LabApp.news_url=None",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the test runs JupyterLab's own commands
             "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
             *(["--allow-root"] if os.geteuid() == 0 else []),  # CI runs as root
         ]
@@ -311,3 +320,110 @@ def test_the_chapter_runs_to_the_end_in_the_labs_kernel(lab: Lab) -> None:
     assert not errors, f"{chapter} in JupyterLab's kernel: {errors}"
     kernel = lab.api(f"kernels/{kernel_id}")
     assert kernel["execution_state"] in ("idle", "busy"), kernel
+
+
+RENDERED_CHAPTERS = ("chapters/01_task_and_models.md", "chapters/02_tied_one_step.md", "chapters/03_split_heads.md")
+RAW = {
+    "{prf:": re.compile(r"\{prf:"),
+    ":label:": re.compile(r":label:"),
+    "{ref}": re.compile(r"\{(?:ref|numref|prf:ref)\}"),
+    "{glue:text}": re.compile(r"\{glue:?\w*\}"),
+    "(label)=": re.compile(r"^\s*\([\w.:-]+\)=\s*$", re.M),
+    ":::{": re.compile(r":::+\{"),
+    "{eval}": re.compile(r"\{eval\}"),
+}
+
+# In JupyterLab's page: run every cell of the current notebook, then save it; resolves when the kernel is idle.
+RUN_ALL = """
+(async () => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  await app.commands.execute('notebook:run-all-cells');
+  const busy = () => panel.sessionContext.session && panel.sessionContext.session.kernel
+    && panel.sessionContext.session.kernel.status !== 'idle';
+  const start = Date.now();
+  while (Date.now() - start < 600000) {
+    await new Promise(r => setTimeout(r, 500));
+    const cells = panel.content.widgets;
+    const pending = cells.filter(c => c.model.type === 'code' && c.model.executionCount === null
+      && !(c.model.getMetadata('tags') || []).includes('skip-execution'));
+    if (!busy() && pending.length === 0) break;
+  }
+  await new Promise(r => setTimeout(r, 1500));  // the markdown cells' inline expressions, evaluated after the code
+  await app.commands.execute('docmanager:save');
+  return true;
+})()
+"""
+
+# In JupyterLab's page: the text of every rendered markdown cell, maths errors, and the code cells that failed.
+READ = """
+(() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets;
+  const markdown = cells.filter(c => c.model.type === 'markdown');
+  return {
+    text: markdown.map(c => {
+      const shown = c.node.querySelector('.myst, .jp-RenderedMarkdown, .jp-MarkdownOutput');
+      if (!shown) return '';
+      const copy = shown.cloneNode(true);  // without the maths' hidden source (KaTeX's MathML and annotation)
+      copy.querySelectorAll('.katex-mathml, annotation, mjx-assistive-mml').forEach(e => e.remove());
+      const blocks = [...copy.querySelectorAll('p, li, h1, h2, h3, h4, h5, h6, td, th, pre, dt, dd')];
+      return blocks.length ? blocks.map(e => e.textContent).join('\\n') : copy.textContent;
+    }).join('\\n\\n'),
+    mathErrors: [...panel.node.querySelectorAll('.katex-error, mjx-merror, [data-mjx-error]')]
+      .map(e => (e.getAttribute('title') || e.textContent || '').slice(0, 80)),
+    errors: cells.filter(c => c.model.type === 'code')
+      .flatMap(c => [...c.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] pre')]
+        .filter(e => /Traceback|Error/.test(e.textContent)).map(e => e.textContent.slice(0, 200))),
+    dirty: panel.context.model.dirty,
+  };
+})()
+"""
+
+
+def _book_values(chapter: str) -> list[str]:
+    """The values the built book shows for the chapter's ``{eval}`` roles (recorded in its executed notebook)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from xorlib_eval import recorded_values
+
+    path = ROOT / "_build" / "jupyter_execute" / Path(chapter).with_suffix(".ipynb")
+    if not path.is_file():
+        return []
+    notebook = json.loads(path.read_text())
+    return sorted(
+        {v for cell in notebook["cells"] if cell["cell_type"] == "markdown" for v in recorded_values(cell).values()}
+    )
+
+
+def _git_status(paths: list[str]) -> str:
+    result = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+@pytest.mark.timeout(1500)
+def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab) -> None:
+    before = _git_status(list(RENDERED_CHAPTERS))
+    with _chromium.launch() as browser, browser.page(1280, 900) as tab:
+        for chapter in RENDERED_CHAPTERS:
+            tab.navigate(f"{lab.url}/lab/tree/{chapter}?token={lab.token}", timeout=90.0)
+            tab.wait_until(
+                "window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                " && window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.widgets.length",
+                timeout=90.0,
+            )
+            tab.evaluate(RUN_ALL, timeout=900.0)
+            state = tab.evaluate(READ)
+            shot = ROOT / "_build" / "screenshots" / "jupyterlab" / f"{Path(chapter).stem}.png"
+            tab.screenshot(shot, max_height=900)
+            assert not state["errors"], f"{chapter}: cells failed in JupyterLab: {state['errors'][:2]}"
+            found = [name for name, pattern in RAW.items() if pattern.search(state["text"])]
+            found += ["maths errors"] if state["mathErrors"] else []
+            missing = [v for v in _book_values(chapter) if v not in state["text"]]
+            found += [f"glued value not shown: {v}" for v in missing]
+            _allowlist.judge(chapter.removesuffix(".md"), "jupyterlab rendering", found)
+    after = _git_status(list(RENDERED_CHAPTERS))
+    assert after == before, f"running and saving the chapters in JupyterLab changed them:\n{after}"
