@@ -183,14 +183,14 @@ INSPECT = r"""
     .filter(t => t.width > t.column + 1);
   const wideEquations = [...document.querySelectorAll('mjx-container[display="true"]')]
     .map(m => ({m, r: (m.querySelector('mjx-math') || m).getBoundingClientRect()}))
-    .filter(({r}) => r.width > window.innerWidth)
+    .filter(({r}) => r.width > mode.width)
     .map(({m, r}) => ({what: ((m.closest('div.math') || m).getAttribute('data-tex')
                                || (m.querySelector('mjx-assistive-mml') || m).textContent || '')
                                .replace(/\s+/g, ' ').trim().slice(0, 50), width: Math.round(r.width)}));
   const wideHeader = [...document.querySelectorAll('.bd-header *, .header-article *')]
     .filter(e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
                    return r.width > 0 && s.visibility !== 'hidden' && !e.closest('.bd-sidebar-primary, .bd-sidebar-secondary, dialog')
-                     && r.right > window.innerWidth + 1; })
+                     && r.right > mode.width + 1; })
     .map(e => describe(e).slice(0, 50));
   const exerciseHeadings = [...article.querySelectorAll('h1, h2, h3, h4')]
     .filter(h => /^Exercises#?$/.test((h.textContent || '').trim()))
@@ -214,7 +214,7 @@ INSPECT = r"""
     url: location.href,
     title: document.title,
     heading: (document.querySelector('main h1, article h1, h1') || {}).textContent || '',
-    width: window.innerWidth,
+    width: mode.width,  // as asked: a phone page wider than its window widens window.innerWidth
     pageWidth: document.documentElement.scrollWidth,
     mathjaxScripts,
     mathjaxVersion: (window.MathJax && MathJax.version) || null,

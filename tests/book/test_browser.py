@@ -24,6 +24,7 @@ import base64
 import io
 import json
 import os
+import sys
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,22 +147,37 @@ def _synthetic_page(tmp: Path, name: str, *, fixed: bool, code_columns: int, ter
     if fixed:
         from xorlib.report import html_table
 
-        values = (1240.0, 1630.0, 19500.0, 0.0201, 1.4e-6) * 2
+        values = (1240.0, 1630.0, 19500.0, 0.0201, 1.4e-6)  # five columns fit the 688-px column
         table = str(html_table([{f"column {k}": v for k, v in enumerate(values)}], caption="Timings"))
-        figure = _figure_png(9.0, (6.7, 2.4))
+        from xorlib.plots import style
+
+        figure = _figure_png(style._SMALL_PT, (style._WIDTH_IN, 2.4))
     else:
         cells = "".join(f"<td>{v:.2e}</td>" for v in (1240.0, 1630.0, 19500.0, 0.0201, 1.4e-6) * 2)
         table = f"<table><tr>{''.join(f'<th>column {k}</th>' for k in range(10))}</tr><tr>{cells}</tr></table>"
         figure = _figure_png(7.0, (11.0, 3.4))
     pipes = "" if fixed else "<p>| d | m | n |\n|—:|—:|—:|\n| 100 | 27 | 2,048 |</p>"
     wide_code = ("x = " + " + ".join(f"value_{k}" for k in range(40)))[:code_columns]
+    image = f'<img alt="figure" src="data:image/png;base64,{figure}">'
+    if fixed:  # a numbered caption, one proof title, one Exercises heading over its exercises
+        image = f'<figure>{image}<figcaption><span class="caption-number">Fig. 1 </span>A figure.</figcaption></figure>'
+        extras = (
+            '<div class="dropdown xorlib-proof admonition"><p class="admonition-title">Proof</p><p>Done.</p></div>'
+            "<section><h2>Exercises</h2><p>Two questions.</p></section>"
+        )
+    else:  # issue 22's small defects
+        extras = (
+            '<div class="dropdown admonition"><p class="admonition-title">Proof</p>'
+            '<div class="proof admonition"><p>Proof. Done.</p></div></div>'
+            "<section><h2>Exercises</h2></section><section><h2>Exercises</h2><p>Two questions.</p></section>"
+        )
     (tmp / f"{name}.html").write_text(f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{name}</title>
 {f'<link rel="stylesheet" href="{css}">' if css else ""}
 <style>body {{ margin: 0; font-family: sans-serif; }} .bd-main {{ display: flex; }} img {{ max-width: 100%; }}
 .sidebar {{ width: 256px; flex: none; }} article.bd-article {{ width: 752px; padding: 0 32px; box-sizing: border-box;
-flex: none; }} @media (max-width: 800px) {{ .sidebar {{ display: none; }} article.bd-article {{ width: 100%; }} }}
+flex: none; }} @media (max-width: 800px) {{ .sidebar {{ display: none; }} article.bd-article {{ width: 100%; padding: 0 16px; }} }}
 </style>
 <script>window.MathJax = {{options: {{processHtmlClass: "math|mathjax_process"}}}};</script>
 <script defer src="{mathjax}"></script>
@@ -172,7 +188,8 @@ flex: none; }} @media (max-width: 800px) {{ .sidebar {{ display: none; }} articl
 <div class="cell docutils container"><div class="cell_input docutils container"><div class="highlight"><pre>{wide_code}</pre>
 </div></div>
 <div class="cell_output docutils container"><div class="output text_html">{table}</div>
-<img alt="figure" src="data:image/png;base64,{figure}"></div></div>
+{image}</div></div>
+{extras}
 </article></div></body></html>
 """)
     return tmp / f"{name}.html"
@@ -187,7 +204,7 @@ def synthetic(browser: _chromium.Browser, tmp_path_factory: pytest.TempPathFacto
     with browser.page(1280) as tab:
         for name, fixed, columns, terms in (
             ("faulty", False, 431, 40),
-            ("fixed", True, 88, 5),
+            ("fixed", True, 88, 2),
             ("wide", True, 100, 40),
         ):
             path = _synthetic_page(tmp, name, fixed=fixed, code_columns=columns, terms=terms)
@@ -206,6 +223,11 @@ def test_the_checks_catch_the_faults_of_issue_11(synthetic: dict) -> None:
     assert any("smallest text" in p for p in desktop["figure_text"]), desktop["figure_text"]
     small = float(desktop["figure_text"][0].split("smallest text ")[1].split(" px")[0])
     assert 4 < small < 7, desktop["figure_text"]  # 7 pt at 100 dpi shown at 688/1100: about 6 px
+    # Issue 22: a table wider than the column (1280), figure text and an equation on a phone (390), the headings.
+    assert desktop["table_width"] and desktop["table_width"][0].startswith("table 'column 0 | column 1"), desktop
+    assert phone["figure_text"] and any(p.startswith("equation") for p in phone["screen_width"]), phone
+    assert desktop["exercises"] == ["2 Exercises headings", "an empty Exercises heading"], desktop["exercises"]
+    assert desktop["proof_proof"] == ["Proof. Proof."] and desktop["figure_captions"], desktop
 
 
 def test_wide_code_and_equations_scroll_in_their_boxes_and_are_reported_at_1280(synthetic: dict) -> None:
@@ -213,7 +235,9 @@ def test_wide_code_and_equations_scroll_in_their_boxes_and_are_reported_at_1280(
     assert {k for k, v in found.items() if v} == {"equation_width", "code_width"}, found
     assert "100 columns" in found["code_width"][0]
     assert "in a 688-px column" in found["equation_width"][0]
-    assert not any(synthetic["wide", 390].values())  # on a phone, scrolling inside the box is the fix
+    # On a phone the code scrolls inside its box; an equation wider than the screen is reported (issue 22).
+    phone = {k for k, v in synthetic["wide", 390].items() if v}
+    assert phone == {"screen_width"}, synthetic["wide", 390]
 
 
 def test_the_book_css_and_helpers_pass_the_checks(synthetic: dict) -> None:
@@ -222,7 +246,9 @@ def test_the_book_css_and_helpers_pass_the_checks(synthetic: dict) -> None:
         assert not any(found.values()), (width, {k: v for k, v in found.items() if v})
 
 
-def test_the_font_key_is_the_style_modules() -> None:
+def test_the_font_key_is_the_probes() -> None:
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import font_probe
 
     assert font_probe.FONT_KEY == _page_checks.FONT_KEY
 
