@@ -17,6 +17,7 @@ runs the markdown cell. This extension makes the two agree and keeps what was ev
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,13 @@ def _replay_client_class() -> type:
             for key in ("language_info", "widgets"):
                 if key in executed.metadata:
                     self.notebook.metadata[key] = executed.metadata[key]
+            # myst-nb takes glued outputs out of the cells it writes; they are in <page>.glue.json beside them.
+            glued = folder / f"{docname}.glue.json"
+            self._replayed_glue = json.loads(glued.read_text(encoding="utf-8")) if glued.is_file() else {}
+
+        @property
+        def glue_data(self) -> dict[str, Any]:
+            return {**getattr(self, "_replayed_glue", {}), **self._glue_data}
 
         def eval_variable(self, name: str) -> list[Any]:
             import re

@@ -102,6 +102,7 @@ def test_the_reader_export_is_plain_markdown_that_links_into_the_book(fixture_bo
     assert f"[Fig. 1]({base}chapters/fixture_theory.html#fx-figure)" in text
     assert "> **Theorem 1** (A fixture theorem)." in text and "*Proof.* Linearity" in text
     assert "At $d =$ 8 the worst loss" in text and r"\E" not in text and r"\mathbb{E}" in text
+    assert "still\nglues: forty-two." in text
     assert text.count("## Exercises") == 1
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     shown = [c for c in code if "print(" in "".join(c["source"]) or "subplots()" in "".join(c["source"])]
@@ -170,6 +171,7 @@ def test_the_single_page_build_replays_the_executed_notebooks_and_prints(fixture
     single = fixture_book / "_build" / "singlehtml" / "intro.html"
     text = single.read_text()
     assert "the worst loss after one step is" in text and "12,345" in text
+    assert "still glues: forty-two" in re.sub(r"<[^>]+>|\s+", lambda m: " " if m[0].isspace() else "", text)
     assert "Starting inline execution client" not in text
     pdf = _pdf_checks.print_book(single, tmp_path / "book.pdf")
     report = _pdf_checks.inspect(pdf)
