@@ -26,9 +26,11 @@ from test_browser import PAGES
 
 sys.path.insert(0, str(ROOT / "_ext"))
 
-import xorlib_export  # noqa: E402
+import xorlib_export
 
-CHAPTER_PAGES = [p for p in PAGES if (ROOT / f"{p}.md").is_file() and "kernelspec:" in (ROOT / f"{p}.md").read_text()[:600]]
+CHAPTER_PAGES = [
+    p for p in PAGES if (ROOT / f"{p}.md").is_file() and "kernelspec:" in (ROOT / f"{p}.md").read_text()[:600]
+]
 IN_MAKE_TEST = ("chapters/quickstart", "chapters/01_task_and_models")
 
 
@@ -86,7 +88,9 @@ def _run(page: str, site: object, fresh: Path, tmp_path: Path) -> None:
         lines = [line for line in str(error).splitlines() if re.search(r"Error|error:", line)]
         _allowlist.judge(page, "download runs alone", [f"fails: {lines[-1][:90] if lines else 'error'}"])
         return
-    errors = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"]
+    errors = [
+        o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"
+    ]
     found = [f"fails: {errors[0]['ename']}"] if errors else []
     found += [f"raw MyST: {item}" for item in xorlib_export.raw_myst(executed)]
     _allowlist.judge(page, "download runs alone", found)

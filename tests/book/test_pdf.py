@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.book, pytest.mark.timeout(900)]
 
 def _title(page: str) -> str:
     text = (HTML_DIR / f"{page}.html").read_text()
+    text = text[text.find('<article class="bd-article') :]
     match = re.search(r"<h1[^>]*>(.*?)<a class=\"headerlink\"", text, flags=re.S) or re.search(
         r"<h1[^>]*>(.*?)</h1>", text, flags=re.S
     )
