@@ -373,7 +373,8 @@ READ = """
       if (!shown) return '';
       const copy = shown.cloneNode(true);  // without the maths' hidden source (KaTeX's MathML and annotation)
       copy.querySelectorAll('.katex-mathml, annotation, mjx-assistive-mml').forEach(e => e.remove());
-      const blocks = [...copy.querySelectorAll('p, li, h1, h2, h3, h4, h5, h6, td, th, pre, dt, dd')];
+      const blocks = [...copy.querySelectorAll('p, li, h1, h2, h3, h4, h5, h6, td, th, pre, dt, dd, '
+        + '.myst-proof-title, .myst-admonition-header-text, .myst-exercise-title')];
       return blocks.length ? blocks.map(e => e.textContent).join('\\n') : copy.textContent;
     }).join('\\n\\n'),
     mathErrors: [...panel.node.querySelectorAll(
@@ -438,3 +439,33 @@ def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab) 
             _allowlist.judge(chapter.removesuffix(".md"), "jupyterlab rendering", found)
     after = _git_status(list(RENDERED_CHAPTERS))
     assert after == before, f"running and saving the chapters in JupyterLab changed them:\n{after}"
+
+
+FIXTURE_CHAPTER = "tests/book/fixtures/book/chapters/fixture_theory.md"
+
+
+@pytest.mark.timeout(600)
+def test_the_conventions_render_in_jupyterlab(lab: Lab) -> None:
+    """The fixture chapter (``{eval}``, the macros cell, a theorem and its folded proof, references, a label):
+    rendered by jupyterlab-myst with its values, no raw MyST and no maths error, and saved unchanged."""
+    before = _git_status([FIXTURE_CHAPTER])
+    with _chromium.launch() as browser, browser.page(1280, 900) as tab:
+        tab.navigate(f"{lab.url}/lab/tree/{FIXTURE_CHAPTER}?token={lab.token}", timeout=90.0)
+        tab.wait_until(
+            "window.jupyterapp && window.jupyterapp.shell.currentWidget"
+            " && window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.widgets.length",
+            timeout=90.0,
+        )
+        run = tab.evaluate(RUN_ALL, timeout=600.0)
+        state = tab.evaluate(READ)
+        tab.screenshot(ROOT / "_build" / "screenshots" / "jupyterlab" / "fixture_theory.png", max_height=1800)
+    assert run["finished"] and not state["errors"], (run, state["errors"])
+    text = " ".join(state["text"].split())
+    assert [name for name, pattern in RAW.items() if pattern.search(state["text"])] == [], text[:2000]
+    assert state["mathErrors"] == [], state["mathErrors"]
+    # Another page's label, and a figure captioned in its cell's metadata (myst-nb's): jupyterlab-myst knows neither.
+    assert sorted(state["unresolved"]) == ["fx-figure", "fx-plain"], state["unresolved"]
+    assert "Atd=8theworstlossafteronestepis" in text.replace(" ", ""), text[:2000]
+    assert "fx_worst" not in text and "fx_d" not in text, "an {eval} value is not shown"
+    assert "A fixture theorem" in text and "Linearity of" in text
+    assert _git_status([FIXTURE_CHAPTER]) == before, "saving the fixture chapter changed it"
