@@ -23,7 +23,7 @@ def _close_figures() -> None:
 
 
 def test_the_smallest_text_is_9_px_on_a_phone_and_larger_on_a_desktop() -> None:
-    """Issue 22: figure text at least 9 CSS px at 390 px, where a figure shrinks to the phone's column."""
+    """Issue 22: figure text at least 9 CSS px at 390 px, where a one-panel figure shrinks to the phone's column."""
     natural = style._WIDTH_IN * style._DPI
     smallest = min(matplotlib.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize"))
     on_phone = smallest / 72 * style._DPI * min(1.0, style._PHONE_COLUMN_PX / natural)

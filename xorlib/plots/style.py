@@ -1,10 +1,11 @@
 """The look of every figure: colour-blind-safe colours, legible fonts, and a width that fits the book's column.
 
-Importing :mod:`xorlib.plots` applies this style (:func:`apply`). A figure made with :func:`subplots` is 5.4 inches
-(540 px) wide with no text under 10 pt, so that it is legible where it is shown: at its natural size in the book's
-1280-px column (688 px), the smallest label is 13.9 px; on a 390-px phone, where the figure shrinks to the 358-px
-column, it is still 9.2 px (a full-column figure with 9-pt labels shrank them to 6.6 px there). One or two panels
-per row; a third panel goes on a new row.
+Importing :mod:`xorlib.plots` applies this style (:func:`apply`). No text is under 10 pt. A figure of one panel per
+row made with :func:`subplots` is 5.4 inches (540 px) wide, so that it is legible where it is shown: at its natural
+size in the book's 1280-px column (688 px) the smallest label is 13.9 px, and on a 390-px phone, where the figure
+shrinks to the 358-px column, still 9.2 px (a full-column figure with 9-pt labels shrank them to 6.6 px there).
+Two panels side by side take the full column (6.7 inches): 13.9 px on a desktop, but only 7.4 px on a phone, which
+the book's browser check reports; ``per_row=1`` stacks them instead. A third panel goes on a new row.
 
 The book's build and tests measure the smallest text a reader sees with a font probe that lives with them
 (``_ext/font_probe.py``), never in a reader's kernel: importing :mod:`xorlib` only sets Matplotlib's defaults.
@@ -44,10 +45,12 @@ _DPI = 100
 _COLUMN_PX = 688
 #: The content column on a 390-px phone: the window less 2 x 16 px padding.
 _PHONE_COLUMN_PX = 358
-#: Figure width in inches: narrow enough that the smallest text stays 9 px on a phone (see the module's docstring).
+#: Figure width in inches, one panel per row: narrow enough that the smallest text stays 9 px on a phone.
 _WIDTH_IN = 5.4
+#: Figure width in inches, two panels per row: the desktop column, less a margin for the tight bounding box.
+_WIDTH_TWO_IN = 6.7
 #: Height of one row of panels, in inches, for one and for two panels per row.
-_ROW_HEIGHT_IN = {1: 2.9, 2: 2.5}
+_ROW_HEIGHT_IN = {1: 2.9, 2: 2.8}
 #: The smallest font of the style (tick labels, legends), in points: 13.9 px at the natural size, 9.2 px on a phone.
 _SMALL_PT = 10.0
 
@@ -97,7 +100,7 @@ def subplots(
     per_row
         Panels side by side, 1 or 2 (more would shrink every label below legibility).
     height
-        Height of one row in inches (default 2.9 for one panel per row, 2.5 for two).
+        Height of one row in inches (default 2.9 for one panel per row, 2.8 for two).
     **kwargs
         Passed to :func:`matplotlib.pyplot.subplots` (``sharex``, ``sharey``, ``subplot_kw``, ...).
 
@@ -115,7 +118,8 @@ def subplots(
     for key in ("figsize", "nrows", "ncols", "layout", "squeeze"):
         if key in kwargs:
             raise TypeError(f"subplots() sets {key!r} itself; pass panels=, per_row= and height= instead")
-    fig = plt.figure(figsize=(_WIDTH_IN, row_height * rows), layout="constrained")
+    width = _WIDTH_IN if columns == 1 else _WIDTH_TWO_IN
+    fig = plt.figure(figsize=(width, row_height * rows), layout="constrained")
     if panels == 1:
         return fig, fig.subplots(**kwargs)
     grid = np.asarray(fig.subplots(rows, columns, squeeze=False, **kwargs)).ravel()
