@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 
-.PHONY: env book book-clean pdf test lint format unit book-tests book-browser book-lab book-checks notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
+.PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,23 +50,29 @@ format: env
 unit: env
 	$(BIN)/python -m pytest -m "not book and not notebooks and not lab"
 
-# The checks of the built book, in two processes side by side (two cores): the browser at 1280 and 390 px with the
-# PDF and static checks, and JupyterLab with the downloads run in fresh environments.
-BOOK_TESTS_A := tests/book/test_browser.py tests/book/test_rendered_text.py tests/book/test_pdf.py
-book-browser: env
-	$(BIN)/python -m pytest -m book $(BOOK_TESTS_A)
+# The checks of the built book: the browser at 1280 px (with the downloads' buttons), the browser at 390 px (with the
+# static checks of the pages and the PDF), and JupyterLab with the downloads run in fresh environments, each its
+# own process so that two run side by side. `make screenshots` saves every page at both widths.
+BOOK_BROWSER := tests/book/test_browser.py tests/book/test_rendered_text.py tests/book/test_pdf.py
+book-browser-1280: env
+	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "1280 or offers"
+
+book-browser-390: env
+	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "not 1280 and not offers and not screenshots"
 
 book-lab: env
-	$(BIN)/python -m pytest -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_TESTS_A))
+	$(BIN)/python -m pytest -q -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_BROWSER))
 
 book-tests: env
-	$(MAKE) -j2 book-browser book-lab
+	$(MAKE) -j2 book-lab book-browser-1280
+	$(MAKE) book-browser-390
 
-# The unit tests and the book build run side by side (two cores); the PDF and the browser checks need the book.
+# The unit tests and the book build run side by side (two cores); then the PDF beside JupyterLab's checks, then the
+# browser's checks at both widths side by side.
 test: lint
 	$(MAKE) -j2 unit book LARGE_D=0
-	$(MAKE) pdf
-	$(MAKE) book-tests
+	$(MAKE) -j2 pdf book-lab
+	$(MAKE) -j2 book-browser-1280 book-browser-390
 
 clean:
 	rm -rf _build .cache
