@@ -1,7 +1,7 @@
 """What a reader sees on a page of the built book: measured in headless Chromium, judged in Python.
 
 :func:`inspect` loads a page at one window width and returns a report (a dict); :func:`problems` turns a report into
-a list of findings per check. ``tests/test_browser.py`` runs them on every page of the book, and on small synthetic
+a list of findings per check. ``tests/book/test_browser.py`` runs them on every page of the book, and on small synthetic
 pages that hold the faults of issue 11 (a raw pipe table, an equation wider than the column, a figure with 6-px
 text) to show that the checks catch them.
 

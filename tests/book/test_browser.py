@@ -1,11 +1,16 @@
 """Open every page of the built book in headless Chromium, at 1280 px and at 390 px (a phone), as a reader would.
 
-The checks are those of ``tests/_page_checks.py``: no raw pipe tables and no unpadded table cells; nothing wider
+The checks are those of ``tests/book/_page_checks.py``: no raw pipe tables and no unpadded table cells; nothing wider
 than the column (1280 px) or the window (390 px) except inside its own sideways-scrolling box; at 1280 px no
 equation and no code cell that needs scrolling; figure text at least about 9 px as displayed; figures in the
 book's style; MathJax, served by the book, typesets every formula; no console errors; no tracebacks. Each chapter
 page also offers its executed notebook for download, and no page declares sphinx-thebe's configuration twice.
 Screenshots of every page go to ``_build/screenshots/1280/`` and ``_build/screenshots/390/``.
+
+Issue 22's checks (a main-text table wider than its column at 1280 px; figure text below 9 px, an equation or the
+header wider than the screen at 390 px; a duplicated or empty "Exercises" heading; "Proof. Proof."; a figure
+without a numbered caption) run on every page at both widths and are judged against ``tests/book/allowlist.yml``,
+which lists exactly today's offenders.
 
 The first tests need no built book: they run the same checks on small synthetic pages, one with the faults of
 issue 11 (which the checks must catch), one with the book's CSS and helpers (which must pass), and one whose code
