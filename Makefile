@@ -16,6 +16,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python binder/lab_setup.py >/dev/null  # the kernel named as the chapters name it, before any build
 	touch $(STAMP)
 
 env: $(STAMP)

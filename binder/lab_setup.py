@@ -31,9 +31,17 @@ def install_overrides() -> Path:
 
 
 def name_the_kernel() -> Path:
-    """The environment's ``python3`` kernel spec, named "Python 3", running this Python."""
+    """The environment's ``python3`` kernel spec, named "Python 3", running this Python (left alone when it is).
+
+    Rewriting a spec removes it for a moment: a kernel started meanwhile (a book build beside the tests) would fail.
+    """
     from ipykernel.kernelspec import install
 
+    current = Path(sys.prefix) / "share" / "jupyter" / "kernels" / "python3"
+    if (current / "kernel.json").is_file():
+        spec = json.loads((current / "kernel.json").read_text())
+        if spec.get("display_name") == DISPLAY_NAME and spec.get("argv", [""])[0] == sys.executable:
+            return current
     folder = Path(install(kernel_name="python3", display_name=DISPLAY_NAME, prefix=sys.prefix))
     spec = json.loads((folder / "kernel.json").read_text())
     assert spec["display_name"] == DISPLAY_NAME, spec
