@@ -337,7 +337,7 @@ RAW = {
 
 # In JupyterLab's page: run every cell of the current notebook, then save it; resolves when the kernel is idle.
 RUN_ALL = """
-(async () => {
+(async (limit) => {
   const app = window.jupyterapp;
   const panel = app.shell.currentWidget;
   await panel.context.ready;
@@ -353,13 +353,26 @@ RUN_ALL = """
       && c.model.sharedModel.getSource().trim()  // an empty cell is never sent to the kernel
       && !(c.model.getMetadata('tags') || []).includes('skip-execution'));
     if (!busy() && pending.length === 0) break;
-    if (Date.now() - start > 590000) return {finished: false, pending: pending.length};
+    if (Date.now() - start > limit) return {finished: false, pending: pending.length};
   }
   await new Promise(r => setTimeout(r, 1500));  // the markdown cells' inline expressions, evaluated after the code
   await app.commands.execute('docmanager:save');
   return {finished: true, pending: 0};
-})()
+})
 """
+
+
+def _open_and_run(tab: _chromium.Page, lab: Lab, path: str, limit_s: float) -> dict:
+    """Open ``path`` as the current notebook (a fresh workspace: no tab of an earlier test), run it all, save it."""
+    tab.navigate(f"{lab.url}/lab/tree/{path}?reset&token={lab.token}", timeout=90.0)
+    tab.wait_until(
+        "(() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        f" return !!(w && w.context && w.context.path === {json.dumps(path)} && w.content"
+        " && w.content.widgets.length); })()",
+        timeout=90.0,
+    )
+    return tab.evaluate(f"{RUN_ALL}({int(limit_s * 1000)})", timeout=limit_s + 60)
+
 
 # In JupyterLab's page: the text of every rendered markdown cell, maths errors, and the code cells that failed.
 READ = """
@@ -417,13 +430,7 @@ def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab) 
     before = _git_status(list(RENDERED_CHAPTERS))
     with _chromium.launch() as browser, browser.page(1280, 900) as tab:
         for chapter in RENDERED_CHAPTERS:
-            tab.navigate(f"{lab.url}/lab/tree/{chapter}?token={lab.token}", timeout=90.0)
-            tab.wait_until(
-                "window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                " && window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.widgets.length",
-                timeout=90.0,
-            )
-            run = tab.evaluate(RUN_ALL, timeout=900.0)
+            run = _open_and_run(tab, lab, chapter, limit_s=420.0)
             state = tab.evaluate(READ)
             shot = ROOT / "_build" / "screenshots" / "jupyterlab" / f"{Path(chapter).stem}.png"
             tab.screenshot(shot, max_height=900)
@@ -450,13 +457,7 @@ def test_the_conventions_render_in_jupyterlab(lab: Lab) -> None:
     rendered by jupyterlab-myst with its values, no raw MyST and no maths error, and saved unchanged."""
     before = _git_status([FIXTURE_CHAPTER])
     with _chromium.launch() as browser, browser.page(1280, 900) as tab:
-        tab.navigate(f"{lab.url}/lab/tree/{FIXTURE_CHAPTER}?token={lab.token}", timeout=90.0)
-        tab.wait_until(
-            "window.jupyterapp && window.jupyterapp.shell.currentWidget"
-            " && window.jupyterapp.shell.currentWidget.content && window.jupyterapp.shell.currentWidget.content.widgets.length",
-            timeout=90.0,
-        )
-        run = tab.evaluate(RUN_ALL, timeout=600.0)
+        run = _open_and_run(tab, lab, FIXTURE_CHAPTER, limit_s=300.0)
         state = tab.evaluate(READ)
         tab.screenshot(ROOT / "_build" / "screenshots" / "jupyterlab" / "fixture_theory.png", max_height=1800)
     assert run["finished"] and not state["errors"], (run, state["errors"])
