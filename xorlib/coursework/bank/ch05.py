@@ -132,6 +132,7 @@ RELU_ATTENTION = AutoQuestion(
     mistakes=_relu_mistakes(),
     hint="the Jacobian of an element-wise map is diagonal: pullback_k = alpha'(s_k) g_k.",
     forbidden=("xorlib.attention.attention_weights",),
+    autograd=False,
 )
 
 

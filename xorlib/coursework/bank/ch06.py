@@ -132,6 +132,7 @@ SAMPLE_GRADIENT = AutoQuestion(
     mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
     forbidden=("xorlib.empirical.empirical_score_gradient",),
+    autograd=False,
 )
 
 

@@ -140,6 +140,7 @@ HINGE_GRADIENTS = AutoQuestion(
     outputs=("dw", "db", "da"),
     mistakes=_hinge_mistakes(),
     hint="dL/df_s = -y_s [y_s f_s < 1] / n; then the chain rule through a and the ReLU mask.",
+    autograd=False,
 )
 
 
