@@ -53,16 +53,15 @@ def _grading(seed: object, practice: object, limits: object, sandbox: object, tr
     for name, value in (("practice", practice), ("trusted", trusted)):
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    if seed is None and practice:
-        seed = PUBLIC_SEED
+    if seed is None and not practice:
+        raise ValueError("seed is required for summative grading: pass your private seed (seed=..., SEED=... or "
+                         f"--seed-file), or practice=True (--practice) to grade with the public seed {PUBLIC_SEED}")  # fmt: skip
+    seed = PUBLIC_SEED if seed is None else seed
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(
-            f"seed must be the teacher's private seed, an int in [1, 2**63), got {seed!r}; for practice with the "
-            f"public seed {PUBLIC_SEED}, pass practice=True (--practice)"
-        )
+        raise ValueError(f"seed must be an int in [0, 2**63), got {seed!r}")
     if seed == PUBLIC_SEED and not practice:
         raise ValueError(f"seed {PUBLIC_SEED} is public (anyone can compute its hidden cases): pass your private seed "
-                         "(SEED=... or --seed-file) for summative grading, or practice=True (--practice)")  # fmt: skip
+                         "for summative grading, or practice=True (--practice)")  # fmt: skip
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a sandbox Limits or None, got {type(limits).__name__}")

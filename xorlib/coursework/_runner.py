@@ -38,7 +38,6 @@ _AUTOGRAD = {
     "autograd": ("grad", "backward"),
     "autograd.functional": ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"),
     "func": ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"),
-    "": ("enable_grad", "set_grad_enabled"),
 }
 
 
@@ -70,12 +69,15 @@ class AutogradGuard:
 
     @contextlib.contextmanager
     def forbid(self, reason: str | None):
+        previous = self.torch.is_grad_enabled()
+        if reason:
+            self.torch.set_grad_enabled(False)  # (torch's own no_grad calls it: it is not wrapped)
         self.reason = reason
         try:
-            with self.torch.no_grad() if reason else contextlib.nullcontext():
-                yield
+            yield
         finally:
             self.reason = None
+            self.torch.set_grad_enabled(previous)
 
 
 def autograd_guard(torch) -> AutogradGuard:
@@ -153,7 +155,7 @@ def main() -> int:
                 reply = {"error": _error(err, filename), "stub": True}
             except BaseException as err:
                 reply = {"error": _error(err, filename)}
-        channel.write(json.dumps(reply) + "\n")
+        channel.write(json.dumps({**reply, "id": request.get("id")}) + "\n")
         channel.flush()
     return 0
 

@@ -69,7 +69,7 @@ def encode_output(value: Any, depth: int = 0) -> Any:
 
 
 def decode_output(data: Any, depth: int = 0) -> Any:
-    """Rebuild an encoded output as float64 NumPy arrays and tuples; a ``str`` describes a non-numeric value.
+    """Rebuild an encoded output as float64 NumPy arrays and tuples; a ``str`` names the type of a non-numeric value.
 
     Raises
     ------
@@ -96,5 +96,5 @@ def decode_output(data: Any, depth: int = 0) -> Any:
     if set(data) == {"tuple"} and isinstance(data["tuple"], list) and len(data["tuple"]) <= 16:
         return tuple(decode_output(v, depth + 1) for v in data["tuple"])
     if set(data) == {"type"} and isinstance(data["type"], str):
-        return "a " + "".join(c for c in data["type"][:40] if c.isalnum() or c in " _.")
+        return "".join(c for c in data["type"][:40] if c.isalnum() or c in " _.")
     raise Malformed("not an encoded value")

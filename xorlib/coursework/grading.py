@@ -218,7 +218,8 @@ def _got(reply: object, question: AutoQuestion, public: bool) -> tuple | str:
     try:
         value = _wire.decode_output(reply["value"])
         if isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(v, str) for v in value)):
-            return f"{question.function} returned {value if public else 'something'} that is not numbers"
+            kind = f" ({value})" if public and isinstance(value, str) else ""
+            return f"{question.function} returned something that is not numbers{kind}"
         return as_outputs(value, question.outputs)
     except _wire.Malformed as err:
         return f"malformed result ({err})"

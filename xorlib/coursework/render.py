@@ -131,7 +131,7 @@ def student_region(chapter: str, *, book: bool = False) -> str:
                 _code_cell(q.check_source(), [f"check-{q.id}"]),
             ]
         else:
-            parts.append(f'+++ {{"tags": ["written-{q.id}"]}}\n\n*Your answer here.*')
+            parts.append(f'+++ {{"tags": ["written-{q.id}"]}}\n\n*Your answer here.*\n\n+++')  # its own cell
     return "\n\n".join(parts)
 
 

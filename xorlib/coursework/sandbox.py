@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -233,25 +234,32 @@ class Session:
     def ask(self, request: dict, timeout: float) -> dict:
         """Send one request; return its reply (a dict), or raise :class:`Stopped` (the session is then closed).
 
-        A reply that is a complete line but not a JSON object raises :class:`~xorlib.coursework._wire.Malformed`
-        (the session stays usable).
+        Each request carries a fresh random id, which its reply must echo: lines with another id (a stale reply,
+        or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
+        raises :class:`~xorlib.coursework._wire.Malformed` (the session stays usable).
         """
         from ._wire import Malformed
 
-        deadline = time.monotonic() + max(timeout, 0.0)
+        deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
         try:
-            self._write((json.dumps(request) + "\n").encode(), deadline)
-            line = self._read_line(deadline)
+            self._write((json.dumps({**request, "id": token}) + "\n").encode(), deadline)
+            consumed = 0
+            while True:
+                line = self._read_line(deadline)
+                consumed += len(line) + 1
+                if consumed > self.limits.reply_mb * 2**20:
+                    raise Stopped(f"it sent more than {self.limits.reply_mb} MB back")
+                try:
+                    reply = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise Malformed("a reply that is not JSON") from None
+                if not isinstance(reply, dict):
+                    raise Malformed("a reply that is not a JSON object")
+                if reply.get("id") == token:
+                    return reply
         except Stopped:
             self.close()
             raise
-        try:
-            reply = json.loads(line)
-        except (ValueError, RecursionError):
-            raise Malformed("a reply that is not JSON") from None
-        if not isinstance(reply, dict):
-            raise Malformed("a reply that is not a JSON object")
-        return reply
 
     def _write(self, data: bytes, deadline: float) -> None:
         fd = self.proc.stdin.fileno()
@@ -309,6 +317,11 @@ class Session:
             except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
+            os.set_blocking(self.proc.stderr.fileno(), False)  # what is left of its messages, never waiting for more
+            try:
+                self.stderr = (self.stderr + (os.read(self.proc.stderr.fileno(), 4096) or b""))[-4096:]
+            except BlockingIOError:
+                pass
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 stream.close()
             if self.tier.name == "container" and self.uid is not None:

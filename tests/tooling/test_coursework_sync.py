@@ -14,7 +14,8 @@ from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
 from xorlib.coursework.render import BEGIN, END
-from xorlib.coursework.student import student_notebook, write_student_versions
+from xorlib.coursework import student_notebooks
+from xorlib.coursework.student import student_notebook, student_text
 from xorlib.coursework.sync import sync_chapter, sync_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coursework"
@@ -68,7 +69,7 @@ def test_markers_quoted_in_a_code_block_are_not_markers(chapters: Path) -> None:
     path.write_text(text)
     assert sync_chapter(path).status == "updated"
     assert path.read_text().count("::::{exercise}") == 4
-    assert "BODY_VALUE" in student_notebook(path).notebook.cells[1].source
+    assert "BODY_VALUE" in student_notebook(path).cells[1].source
 
 
 def test_sync_command_reports_and_check_mode_fails_when_out_of_date(chapters: Path, capsys) -> None:
@@ -116,9 +117,9 @@ def _secrets() -> list[str]:
 def test_student_versions_hold_stubs_and_checks_and_nothing_secret(chapters: Path, tmp_path: Path) -> None:
     for path in chapters.glob("*.md"):
         sync_chapter(path)
-    messages = write_student_versions(sorted(chapters.glob("*.md")), tmp_path / "student")
+    messages = student_notebooks(sorted(chapters.glob("*.md")), tmp_path / "student")
     assert any("08_no_questions.md: skipped" in m for m in messages)
-    assert any("03_no_markers.md" in m and "appended at its end" in m for m in messages)
+    assert any("03_no_markers.md" in m and "3 question(s)" in m for m in messages)  # exercises appended
     written = sorted(p.name for p in (tmp_path / "student").iterdir())
     assert written == ["02_fixture_chapter.ipynb", "03_no_markers.ipynb", "README.md"]
     for notebook_path in (tmp_path / "student").glob("*.ipynb"):
@@ -140,8 +141,8 @@ def test_student_version_keeps_the_chapter_around_the_region_and_is_deterministi
     path = chapters / "02_fixture_chapter.md"
     sync_chapter(path)
     first, second = student_notebook(path), student_notebook(path)
-    assert nbformat.writes(first.notebook) == nbformat.writes(second.notebook)
-    sources = [c.source for c in first.notebook.cells]
+    assert nbformat.writes(first) == nbformat.writes(second)
+    sources = [c.source for c in first.cells]
     assert sources[1] == "BODY_VALUE = 6 * 7" and sources[-1] == "Text after the exercises stays where it is."
     assert "raise NotImplementedError" in sources[3]  # a solution outside the region is stubbed too
 
@@ -153,7 +154,7 @@ def test_every_bank_chapter_gets_a_student_version(tmp_path: Path) -> None:
         path = tmp_path / f"{chapter[2:]}_chapter.md"
         path.write_text(template)
         paths.append(path)
-    write_student_versions(paths, tmp_path / "student")
+    student_notebooks(paths, tmp_path / "student")
     for chapter, path in zip(CHAPTERS, paths, strict=True):
         notebook = read_notebook(tmp_path / "student" / f"{path.stem}.ipynb")
         ids = [t.removeprefix("answer-") for c in notebook.cells for t in tags(c) if t.startswith("answer-")]
