@@ -71,6 +71,11 @@ def test_every_known_mistake_fails_and_is_diagnosed_by_name(question: AutoQuesti
         assert all(mistake.text in v.message for v in failing), failing[0].message
 
 
+def test_solutions_fit_the_books_code_cells() -> None:
+    long = [(q.id, line) for q in AUTO for line in q.answer_source().splitlines() if len(line) > 84]
+    assert not long, long
+
+
 def test_hidden_cases_follow_the_teachers_seed() -> None:
     for question in AUTO:
         a, b = question.hidden(0), question.hidden(777)
