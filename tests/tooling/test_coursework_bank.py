@@ -221,7 +221,9 @@ def test_autograd_is_disabled_where_a_prompt_forbids_it(capsys) -> None:
         s = scores.clone().requires_grad_(True)
         return torch.relu(s) / scores.shape[-1], torch.autograd.grad(torch.relu(s) / scores.shape[-1], s, grad)[0]
 
-    with pytest.raises(CheckFailure, match="torch.autograd.grad is disabled here: ch05-q1 asks for this without autograd"):
+    with pytest.raises(
+        CheckFailure, match="torch.autograd.grad is disabled here: ch05-q1 asks for this without autograd"
+    ):
         check("ch05-q1", with_autograd)
     assert "Warning" not in capsys.readouterr().out
     x = torch.ones(2, requires_grad=True)

@@ -70,10 +70,17 @@ def _class(sentinel: Path) -> dict[str, tuple[nbformat.NotebookNode, int]]:
     """``{file name: (notebook, expected auto points)}`` with the config's 4 points for ch02-q1."""
     sign = Q1.answer_source().replace("def tied_gradient(", "def tied_gradient_right(") + "\n\n\n" + code(
         Q1, "return -tied_gradient_right(queries, codes, pair)")  # fmt: skip
-    no_centring = code(Q2, "d = codes.shape[0]\nq = (2.0 * lr / d**2) * (codes[pair[0]] + codes[pair[1]])\nreturn torch.stack([q, q])")
-    mean = code(Q3, "a = weights\nu, v = pair\nm4 = 3 * (a @ a) ** 2 - 2 * (a**4).sum()\nreturn float(0.5 * (2 - 4 * (a @ a + 2 * a[u] * a[v]) + 4 * m4))")
+    no_centring = code(
+        Q2, "d = codes.shape[0]\nq = (2.0 * lr / d**2) * (codes[pair[0]] + codes[pair[1]])\nreturn torch.stack([q, q])"
+    )
+    mean = code(
+        Q3,
+        "a = weights\nu, v = pair\nm4 = 3 * (a @ a) ** 2 - 2 * (a**4).sum()\nreturn float(0.5 * (2 - 4 * (a @ a + 2 * a[u] * a[v]) + 4 * m4))",
+    )
     copied = {  # s03's answers, renamed, commented and reformatted
-        "ch02-q1": sign.replace("tied_gradient_right", "grad_ok").replace("weights", "w_").replace("    ", "    # copied\n    ", 1),
+        "ch02-q1": sign.replace("tied_gradient_right", "grad_ok")
+        .replace("weights", "w_")
+        .replace("    ", "    # copied\n    ", 1),
         "ch02-q2": no_centring.replace("q = ", "step_ = ").replace("[q, q]", "[step_, step_]"),
         "ch02-q3": mean.replace("m4", "fourth").replace("a = weights", "a = weights  # the weights"),
     }
@@ -91,34 +98,76 @@ def _class(sentinel: Path) -> dict[str, tuple[nbformat.NotebookNode, int]]:
         "s02_02_fixture_chapter.ipynb": (submission(answers(), move_first="ch02-q3", drop_tag="ch02-q1"), 9),
         "s03_02_fixture_chapter.ipynb": (submission(answers(ch02_q1=sign, ch02_q2=no_centring, ch02_q3=mean)), 0),
         "s04_02_fixture_chapter.ipynb": (submission(copied), 0),
-        "s05_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1="def tied_gradient(queries, codes, pair)\n    return 0",
-            ch02_q2=code(Q2, "return (2.0 * lr / codes.shape[0] ** 2) * codes[pair[0]]"),
-            ch02_q3=code(Q3, 'return "0.5"'))), 0),  # fmt: skip
-        "s06_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1="from xorlib.population import population_gradient\n\n\ndef tied_gradient(queries, codes, pair):\n"
+        "s05_02_fixture_chapter.ipynb": (
+            submission(
+                answers(
+                    ch02_q1="def tied_gradient(queries, codes, pair)\n    return 0",
+                    ch02_q2=code(Q2, "return (2.0 * lr / codes.shape[0] ** 2) * codes[pair[0]]"),
+                    ch02_q3=code(Q3, 'return "0.5"'),
+                )
+            ),
+            0,
+        ),
+        "s06_02_fixture_chapter.ipynb": (
+            submission(
+                answers(
+                    ch02_q1="from xorlib.population import population_gradient\n\n\ndef tied_gradient(queries, codes, pair):\n"
                     '    return population_gradient(queries, codes, pair, heads="tied")',
-            ch02_q2="import sys, types\nfor name in ('xorlib.coursework', 'xorlib.coursework.feedback'):\n"
+                    ch02_q2="import sys, types\nfor name in ('xorlib.coursework', 'xorlib.coursework.feedback'):\n"
                     "    module = sys.modules.setdefault(name, types.ModuleType(name))\n"
-                    "    setattr(module, 'check', lambda *args: None)\n\n\n" + Q2.student_source()),
-            wrap_checks=True, points_1000=True), 0),  # fmt: skip
-        "s07_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1=hostile("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"),
-            ch02_q2=hostile("import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
-                            "        time.sleep(0.05)", Q2))), 3),  # fmt: skip
-        "s08_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1=hostile("hog = bytearray(50 * 2**30)"),
-            ch02_q3=hostile("with open('fill', 'wb') as handle:\n    while True:\n        handle.write(b'0' * 2**20)", Q3))), 2),  # fmt: skip
-        "s09_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1=hostile(vandal),
-            ch02_q2=hostile("import os\nos.kill(os.getpid(), 9)", Q2),
-            ch02_q3=f"exec(open({str(ROOT / 'xorlib' / 'coursework' / 'bank' / 'ch02.py')!r}).read())")), 4),  # fmt: skip
-        "s10_02_fixture_chapter.ipynb": (submission(answers(
-            ch02_q1=code(Q1, FORGED_REPLY), ch02_q3=code(Q3, "return float('nan')"))), 2),  # fmt: skip
+                    "    setattr(module, 'check', lambda *args: None)\n\n\n" + Q2.student_source(),
+                ),
+                wrap_checks=True,
+                points_1000=True,
+            ),
+            0,
+        ),
+        "s07_02_fixture_chapter.ipynb": (
+            submission(
+                answers(
+                    ch02_q1=hostile(
+                        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"
+                    ),
+                    ch02_q2=hostile(
+                        "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
+                        "        time.sleep(0.05)",
+                        Q2,
+                    ),
+                )
+            ),
+            3,
+        ),
+        "s08_02_fixture_chapter.ipynb": (
+            submission(
+                answers(
+                    ch02_q1=hostile("hog = bytearray(50 * 2**30)"),
+                    ch02_q3=hostile(
+                        "with open('fill', 'wb') as handle:\n    while True:\n        handle.write(b'0' * 2**20)", Q3
+                    ),
+                )
+            ),
+            2,
+        ),
+        "s09_02_fixture_chapter.ipynb": (
+            submission(
+                answers(
+                    ch02_q1=hostile(vandal),
+                    ch02_q2=hostile("import os\nos.kill(os.getpid(), 9)", Q2),
+                    ch02_q3=f"exec(open({str(ROOT / 'xorlib' / 'coursework' / 'bank' / 'ch02.py')!r}).read())",
+                )
+            ),
+            4,
+        ),
+        "s10_02_fixture_chapter.ipynb": (
+            submission(answers(ch02_q1=code(Q1, FORGED_REPLY), ch02_q3=code(Q3, "return float('nan')"))),
+            2,
+        ),
         "s11_02_fixture_chapter.ipynb": (submission({}, base=book_download), 9),
-        "s12_ch05_exercises.ipynb": (submission({CH05[0].id: autograd_q1, CH05[1].id: CH05[1].answer_source()}, base=ch05),
-                                     CH05[1].points),  # fmt: skip
+        "s12_ch05_exercises.ipynb": (
+            submission({CH05[0].id: autograd_q1, CH05[1].id: CH05[1].answer_source()}, base=ch05),
+            CH05[1].points,
+        ),
     }
 
 
@@ -195,9 +244,11 @@ def test_the_gradebook_has_the_roster_the_marks_the_points_and_safe_cells(graded
     assert first["name"] == "Ana" and first["email"] == "ana@uni.test"
     ch05 = sum(q.points for q in CHAPTERS["ch05"])
     assert first["ch02-q1"] == "4" and first["ch02-w1"] == "3" and first["total"] == "12"
-    assert first["max"] == f"{12 + ch05}" and float(first["grade"]) == pytest.approx(100 * 12 / (12 + 0.5 * ch05), abs=0.05)
+    assert first["max"] == f"{12 + ch05}" and float(first["grade"]) == pytest.approx(
+        100 * 12 / (12 + 0.5 * ch05), abs=0.05
+    )
     assert rows["s03"]["written"] == "1.5" and rows["s03"]["ch02-q1"] == "0"
-    assert rows["s06"]["name"] == "'=HYPERLINK(\"http://x\")"  # a formula is shown as text, never evaluated
+    assert rows["s06"]["name"] == '\'=HYPERLINK("http://x")'  # a formula is shown as text, never evaluated
     assert "2 files for ch02: graded the latest, s01_02_fixture_chapter.md" in first["notes"]
     assert "ch02-q1: check cell was altered" in rows["s06"]["notes"] and "ch02-q1: stopped" in rows["s07"]["notes"]
     template = (graded["out"] / "written_marks_template.csv").read_text().splitlines()
@@ -212,7 +263,7 @@ def test_what_was_not_graded_is_reported_by_name(graded) -> None:
 
 
 def test_gradescope_results_follow_the_autograder_format(graded) -> None:
-    for student, result in graded["results"].items():
+    for result in graded["results"].values():
         assert {"score", "tests", "output", "visibility", "stdout_visibility"} <= set(result)
         for test in result["tests"]:
             assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
@@ -223,7 +274,7 @@ def test_gradescope_results_follow_the_autograder_format(graded) -> None:
 
 def test_feedback_pages_hold_every_diagnosis_escaped(graded) -> None:
     page = (graded["out"] / "feedback" / "s03.html").read_text()
-    assert "Diagnosis: wrong sign" in page and "Sandbox: bubblewrap" in page or "Sandbox: container" in page
+    assert ("Diagnosis: wrong sign" in page and "Sandbox: bubblewrap" in page) or "Sandbox: container" in page
     markdown = (graded["out"] / "feedback" / "s05.md").read_text()
     assert "SyntaxError" in markdown and "```text" in markdown and "Sandbox: " in markdown
 
@@ -297,7 +348,7 @@ def test_solutions_and_other_submissions_are_out_of_reach(graded) -> None:
 def test_copies_and_the_books_own_download_are_flagged(graded) -> None:
     rows = graded["rows"]
     assert all(f"ch02-q{k}: the book's published solution" in rows["s11"]["notes"] for k in (1, 2, 3))
-    assert "ch02-q1: like s04's answer" in rows["s03"]["notes"] and "like s03's answer" in rows["s04"]["notes"]
+    assert "ch02-q1: like s04 (" in rows["s03"]["notes"] and "like s03 (" in rows["s04"]["notes"]
     assert "like" not in rows["s05"]["notes"] and "published" in rows["s02"]["notes"]
     assert "like" not in rows["s01"]["notes"] and "published" not in rows["s01"]["notes"]  # own work
     report = (graded["out"] / "similarity.md").read_text()

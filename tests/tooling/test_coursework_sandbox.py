@@ -62,7 +62,7 @@ def test_every_malformed_output_is_refused_as_data() -> None:
 
 
 # ----------------------------------------------------------------------------- attacks on the grader
-_FORGER = '''
+_FORGER = """
 import json, os, stat, threading, time
 FORGED = [{"e": "launcher", "tier": "namespaces+seccomp+gVisor", "pid": {canary}, "outer": -1, "uid": 0},
           {"e": "setup-error", "error": "the grading server ran out of memory; regrade by hand"},
@@ -85,9 +85,9 @@ for target in ({canary}, -1, 1):  # (the canary's pid may be this very process's
     except OSError:
         pass
 time.sleep(60)  # long past the time limit, resetting the deadline (as the old grader allowed) every 0.3 s
-'''
+"""
 
-_LEAKER = '''
+_LEAKER = """
 CALLS_{name} = []
 def {name}({params}):
     CALLS_{name}.append(1)
@@ -95,7 +95,7 @@ def {name}({params}):
         print("LEAK-PRINTED", {params})
         raise ValueError("LEAK-RAISED " + repr(({params},)) + repr(sorted(os.environ)))
     return _right_{name}({params})
-'''
+"""
 
 
 def _leaker(q, public: int) -> str:
@@ -117,21 +117,23 @@ def test_forged_messages_change_nothing_and_only_the_graders_own_processes_are_s
     path = write(notebook, shared_dir / "hostile.ipynb")
     (shared_dir / "seed").write_text(f"{SEED}\n")
     script = shared_dir / "inside.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import json, os, subprocess, sys, time
         canaries = [subprocess.Popen(["sleep", "300"]), subprocess.Popen(["sleep", "300"], user=2100000001, group=2100000001)]
         text = open({str(path)!r}).read().replace("CANARY", str(canaries[0].pid))
         open({str(path)!r}, "w").write(text)
         start = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "xorlib.coursework", "grade", {str(path)!r}, "--seed-file",
-                               {str(shared_dir / 'seed')!r}, "--cell-timeout", "3", "--results",
-                               {str(shared_dir / 'r.json')!r}], capture_output=True, text=True)
+                               {str(shared_dir / "seed")!r}, "--cell-timeout", "3", "--results",
+                               {str(shared_dir / "r.json")!r}], capture_output=True, text=True)
         alive = [c.poll() is None for c in canaries]
         for c in canaries:
             c.kill()
         print(json.dumps({{"alive": alive, "seconds": time.monotonic() - start, "status": done.returncode,
                           "out": done.stdout, "err": done.stderr[-3000:]}}))
-    """))
+    """)
+    )
     done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(script)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)  # fmt: skip
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
@@ -140,7 +142,7 @@ def test_forged_messages_change_nothing_and_only_the_graders_own_processes_are_s
     text = json.dumps(result) + outcome["out"]
     assert outcome["status"] == 0, outcome["err"]
     assert outcome["seconds"] < 40, outcome  # the 60-s hang was stopped at its 3-s limit, resets notwithstanding
-    q1, q2, q3 = result["tests"]
+    q1, q2, _ = result["tests"]
     assert q1["score"] == 0 and "ran past its time limit" in q1["output"]
     assert "bubblewrap: namespaces" in result["output"] and "gVisor" not in text and "out of memory" not in text
     assert "Failed a hidden case" in q2["output"] and "raised ValueError" in q2["output"]
@@ -157,7 +159,9 @@ def test_a_public_case_may_quote_the_answer_and_its_inputs(shared_dir: Path) -> 
     from xorlib.coursework import grade_notebook
 
     report = grade_notebook(path, seed=SEED)
-    assert "MY-OWN-MESSAGE" in report.questions[1].feedback and "line 5 of the answer cell" in report.questions[1].feedback
+    assert (
+        "MY-OWN-MESSAGE" in report.questions[1].feedback and "line 5 of the answer cell" in report.questions[1].feedback
+    )
 
 
 # ----------------------------------------------------------------------------- graders that are not root, or lack bwrap
@@ -195,7 +199,9 @@ def test_an_unprivileged_grader_uses_a_user_namespace_and_refuses_where_none_exi
         pytest.skip("needs root (to become another user), bwrap, and a Python 3.11 every user can run")
     notebook = write(submission(answers()), shared_dir / "ana.ipynb")
     script = shared_dir / "probe.py"
-    script.write_text(_PROBE.format(root=str(ROOT), sites=site_dirs(), fake=str(_fake_bwrap(shared_dir)), notebook=str(notebook)))
+    script.write_text(
+        _PROBE.format(root=str(ROOT), sites=site_dirs(), fake=str(_fake_bwrap(shared_dir)), notebook=str(notebook))
+    )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(shared_dir), "LANG": "C.UTF-8"}
     done = run_as(2_100_000_002, [python, "-I", str(script)], cwd=str(shared_dir), env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

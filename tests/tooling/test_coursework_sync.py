@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
 
+from xorlib.coursework import student_notebooks
 from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
 from xorlib.coursework.render import BEGIN, END
-from xorlib.coursework import student_notebooks
-from xorlib.coursework.student import student_notebook, student_text
+from xorlib.coursework.student import student_notebook
 from xorlib.coursework.sync import sync_chapter, sync_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coursework"
+ROOT = Path(__file__).resolve().parents[2]
 CH02 = [q for q in CHAPTERS["ch02"]]
 
 
@@ -169,3 +172,45 @@ def test_the_prompt_names_the_function_and_the_check_cell_calls_it() -> None:
                 assert f"`{q.function}(" in q.prompt, q.id
                 assert q.check_source() == f'check("{q.id}", {q.function})'
     assert get_question("ch01-q2").imports.startswith("from xorlib.task import")
+
+
+def _student_edition():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        import student_edition
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+    return student_edition
+
+
+def test_the_student_edition_of_the_book_holds_no_solution_and_its_exercises_run(capsys) -> None:
+    edition = _student_edition()
+    secrets = [s for s in _secrets() if s not in ("BODY-MARKDOWN-SECRET", "BODY-CODE-SECRET")]
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        chapter = f"ch{path.name[:2]}"
+        text = edition.student_source(f"chapters/{path.stem}", path.read_text())
+        if chapter not in CHAPTERS:
+            assert "{solution}" not in text, path.name
+            continue
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{path.name} leaks {leaked[:3]}"
+        assert all(f":label: {q.id}" in text for q in CHAPTERS[chapter]), path.name  # cross-references still resolve
+        notebook = jupytext.reads(text, fmt="md:myst")
+        if chapter == "ch02":  # its exercise cells run as the book runs them: every check says "not answered yet"
+            namespace: dict = {}
+            for cell in notebook.cells:
+                if cell.cell_type == "code" and {
+                    "coursework-setup",
+                    *[t for t in tags(cell) if t.startswith(("answer-", "check-"))],
+                } & set(tags(cell)):
+                    exec(cell.source, namespace)
+            out = capsys.readouterr().out
+            assert out.count("not answered yet") == len([q for q in CHAPTERS["ch02"] if isinstance(q, AutoQuestion)])
+
+
+def test_the_student_edition_switches_off_the_downloads_of_the_full_sources() -> None:
+    edition = _student_edition()
+    config = types.SimpleNamespace(html_copy_source=True, html_theme_options={"launch_buttons": {"binderhub_url": "x"}})
+    edition._config_inited(None, config)
+    assert config.html_copy_source is False and config.html_theme_options["launch_buttons"] == {}
+    assert config.html_theme_options["use_repository_button"] is False

@@ -92,8 +92,14 @@ class Similarity:
     def notes(self, student: str) -> list[str]:
         """The gradebook notes of one student."""
         found = [f"{q}: the book's published solution ({s:.2f})" for q, who, s in self.book if who == student]
-        found += [f"{q}: like {b if a == student else a}'s answer ({s:.2f})" for q, a, b, s in self.pairs
-                  if student in (a, b)]  # fmt: skip
+        partners: dict[str, list[tuple[float, str]]] = {}
+        for q, a, b, s in self.pairs:
+            if student in (a, b):
+                partners.setdefault(q, []).append((s, b if a == student else a))
+        for q, alike in partners.items():
+            alike.sort(reverse=True)
+            names = ", ".join(f"{who} ({s:.2f})" for s, who in alike[:3])
+            found.append(f"{q}: like {names}" + (f" and {len(alike) - 3} more" if len(alike) > 3 else ""))
         return found
 
     def markdown(self) -> str:
