@@ -212,17 +212,22 @@ def test_an_unprivileged_grader_uses_a_user_namespace_and_refuses_where_none_exi
     assert "container: it needs root" in out["container"]
 
 
-def test_root_without_bwrap_refuses_where_the_answers_uid_could_read_the_solutions(tmp_path: Path) -> None:
+def test_root_without_bwrap_refuses_where_the_answers_uid_could_read_the_solutions(tmp_path: Path, monkeypatch) -> None:
     """The container tier needs the answers' uid to read nothing of the teacher's: here the repository is readable
     (or Python itself is not), so the grader refuses, saying what to make private."""
+    from xorlib.coursework import grade_notebook, sandbox
+
     if os.geteuid() != 0:
         pytest.skip("the container tier is root's")
-    env = {**os.environ, "PATH": f"{_fake_bwrap(tmp_path)}:{os.environ['PATH']}"}
-    code_ = ("from xorlib.coursework import grade_notebook\nimport sys\ntry:\n"
-             f"    grade_notebook({str(FIXTURE)!r}, seed=5)\nexcept Exception as err:\n    print(type(err).__name__, err)")  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code_], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    message = done.stdout
-    assert message.startswith("SandboxUnavailable"), message + done.stderr[-2000:]
+    monkeypatch.setenv("PATH", f"{_fake_bwrap(tmp_path)}:{os.environ['PATH']}")
+    sandbox._tiers.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable) as refusal:
+            grade_notebook(FIXTURE, seed=5)
+    finally:
+        sandbox._tiers.cache_clear()
+    message = str(refusal.value)
+    assert "bwrap: its process ended (exit status 1): bwrap: No permissions" in message, message
     assert ("could read" in message and "chmod -R go-rwx" in message) or "Permission denied" in message, message
 
 

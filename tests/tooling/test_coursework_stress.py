@@ -29,6 +29,13 @@ TEMPLATES = [  # (answer cells, expected points): correct, wrong, partial, runaw
 ]
 
 
+@pytest.fixture(autouse=True)
+def _only_when_asked(request: pytest.FixtureRequest) -> None:
+    """``slow`` tests elsewhere still run in ``make test``; this one (minutes) only when selected by ``-m slow``."""
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("the stress test runs only when asked for: pytest tests/tooling -m slow")
+
+
 @pytest.mark.parametrize("run", range(RUNS))
 def test_a_class_of_30_on_2_workers_is_graded_whole_every_time(run: int, tmp_path) -> None:
     expected = {}
