@@ -67,11 +67,21 @@ class Config:
             return cls()
         path = Path(path)
         if path.suffix == ".toml":
-            import tomllib
-
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10
+                raise MarksError(
+                    f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json"
+                ) from None
+            parse = tomllib.loads
         else:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            parse = json.loads
+        try:
+            data = parse(path.read_text(encoding="utf-8"))
+        except ValueError as err:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+            raise MarksError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({err})") from None
+        if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("points", "weights")):
+            raise MarksError(f"{path}: expected a table of settings, with points and weights as tables")
         unknown = set(data) - {"points", "weights", "similarity_threshold"}
         if unknown:
             raise MarksError(
