@@ -220,8 +220,13 @@ class Session:
                 [build, *path[1:]],
             )
             options.update(cwd=self.workdir, env=_environment(self.workdir))
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True, close_fds=True, **options)  # fmt: skip
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         start_new_session=True, close_fds=True, **options)  # fmt: skip
+        except OSError:  # e.g. that uid cannot enter the interpreter's folder
+            if self.workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         extra = _own_processes() if self.uid is None else 0  # the grader's own user: NPROC counts its processes too
         start = {"op": "start", "uid": drop, "limits": limits.rlimits(extra), "path": path, "setup": setup,
                  "readable": list(readable)}  # fmt: skip
