@@ -87,20 +87,37 @@ benchmarks: env
 benchmarks-small: env
 	$(BIN)/python -m benchmarks --small
 
-# Coursework (chapter 9): student notebooks of every chapter with questions, and grading in a sandbox.
-#   make student                     student/<chapter>.ipynb (no solutions, rubrics or hidden tests)
-#   make grade NB=<notebook>         grade one submission, print the report
-#   make grade-all DIR=<folder> [OUT=grades] [MARKS=marks.csv]   a class: gradebook.csv, results.json
+# Coursework (chapter 9). The hidden seed reaches the grader in the environment, never on its command line.
+#   make student                                   student/<chapter>.ipynb (no solutions, rubrics or hidden tests)
+#   make book-student                              the book without solutions: _build/student-edition/_build/html
+#   make grade NB=<notebook> SEED=<private seed>   grade one submission, print the report
+#   make grade-all DIR=<folder> SEED=<seed> [OUT=grades] [ROSTER=roster.csv] [MARKS=marks.csv] [CONFIG=grading.toml]
+#                  [ONLY=<student id>]             a class: gradebook, feedback pages, Gradescope results, similarity
+#   make autograder CHAPTER=02 [SEED=<seed>]       autograder-ch02.zip for Gradescope (a random seed kept in the zip)
+# SEED_FILE=<file> instead of SEED keeps the seed off make's command line too (the container tier insists);
+# PRACTICE=1 grades with the public seed 0 (formative work only).
+.PHONY: book-student autograder
+GRADE_OPTS = $(if $(SEED_FILE),--seed-file $(SEED_FILE)) $(if $(PRACTICE),--practice) $(if $(CONFIG),--config $(CONFIG))
+grade grade-all autograder: export XORLIB_HIDDEN_SEED := $(SEED)
+
 student: env
 	$(BIN)/python -m xorlib.coursework student $(wildcard chapters/*.md) --out student
 
+book-student: env
+	XORLIB_STUDENT_EDITION=1 XORLIB_BOOK_LARGE_D=0 $(JB) build . --path-output _build/student-edition --warningiserror --keep-going
+
 grade: env
-	@test -n "$(NB)" || { echo "usage: make grade NB=student/<chapter>.ipynb"; exit 2; }
-	$(BIN)/python -m xorlib.coursework grade $(NB)
+	@test -n "$(NB)" || { echo "usage: make grade NB=<notebook> SEED=<private seed> (or SEED_FILE=..., PRACTICE=1)"; exit 2; }
+	$(BIN)/python -m xorlib.coursework grade $(NB) $(GRADE_OPTS)
 
 grade-all: env
-	@test -n "$(DIR)" || { echo "usage: make grade-all DIR=<folder of submissions> [OUT=grades] [MARKS=marks.csv]"; exit 2; }
-	$(BIN)/python -m xorlib.coursework grade-all $(DIR) --out $(or $(OUT),grades) $(if $(MARKS),--marks $(MARKS))
+	@test -n "$(DIR)" || { echo "usage: make grade-all DIR=<folder of submissions> SEED=<private seed> [OUT=grades] [ROSTER=...] [MARKS=...] [CONFIG=...] [ONLY=...]"; exit 2; }
+	$(BIN)/python -m xorlib.coursework grade-all $(DIR) --out $(or $(OUT),grades) $(if $(ROSTER),--roster $(ROSTER)) \
+	  $(if $(MARKS),--marks $(MARKS)) $(if $(ONLY),--only $(ONLY)) $(GRADE_OPTS)
+
+autograder: env
+	@test -n "$(CHAPTER)" || { echo "usage: make autograder CHAPTER=02 [SEED=<private seed>]"; exit 2; }
+	$(BIN)/python -m xorlib.coursework autograder $(CHAPTER) $(GRADE_OPTS)
 
 # The full experiment grids, into the disk cache (.cache/xorlib); the book runs the small ones.
 experiments: env

@@ -1,26 +1,45 @@
-"""``python -m xorlib.coursework``: sync, student, grade, grade-all, list (see ``--help``)."""
+"""``python -m xorlib.coursework``: sync, student, list, grade, grade-all, autograder, gradescope (see ``--help``).
+
+Every mistake in the arguments gets a usage message (exit 2), never a traceback. The hidden seed comes from
+``--seed-file FILE`` or the environment variable ``XORLIB_HIDDEN_SEED`` (what ``make grade SEED=...`` sets), so
+that it is on no command line, where every process of the machine could read it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import autograder_zip, grade_all, grade_notebook, student_notebooks
+from .autograder import run
 from .bank import CHAPTERS
-from .gradebook import MarksError, grade_all
-from .grading import grade_notebook
+from .gradebook import MarksError
+from .pages import html_page, markdown_page
 from .questions import AutoQuestion
-from .sandbox import Limits
-from .student import write_student_versions
+from .sandbox import SANDBOXES, Limits, SandboxUnavailable
 from .sync import sync_chapter
 
 __all__ = ["main"]
 
 
-def _limits(args: argparse.Namespace) -> Limits:
-    return Limits(cell_s=args.cell_timeout, total_s=args.total_timeout, memory_mb=args.memory_mb)
+def _positive(kind: type, top: float):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+        if not (math.isfinite(value) and 0 < value <= top):
+            raise argparse.ArgumentTypeError(f"must be > 0 and <= {top:g}, got {text}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,59 +49,114 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("chapters", nargs="+", type=Path)
     sync.add_argument("--check", action="store_true", help="change nothing; exit 1 if a chapter is out of date")
     student = commands.add_parser("student", help="write student notebooks (no solutions, rubrics, hidden tests)")
-    student.add_argument("chapters", nargs="+", type=Path)
+    student.add_argument("chapters", nargs="+", help="chapter files, or bank chapter ids such as ch02")
     student.add_argument("--out", type=Path, default=Path("student"))
+    commands.add_parser("list", help="list the questions of the bank")
     for name, help_text in (("grade", "grade one notebook"), ("grade-all", "grade a folder of submissions")):
         command = commands.add_parser(name, help=help_text)
         command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
-        command.add_argument("--hidden-seed", type=int, default=0, help="the teacher's seed for the hidden cases")
-        command.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per answer cell (30)")
-        command.add_argument("--total-timeout", type=float, default=600.0, help="seconds per notebook (600)")
-        command.add_argument("--memory-mb", type=int, default=4096, help="address-space limit (4096 MB)")
-        command.add_argument("--isolation", choices=("auto", "namespaces", "process"), default="auto")
-    commands.choices["grade"].add_argument("--results", type=Path, help="write a Gradescope results.json here")
-    commands.choices["grade-all"].add_argument("--out", type=Path, default=Path("grades"))
-    commands.choices["grade-all"].add_argument("--marks", type=Path, help="CSV of marks for written questions")
-    commands.choices["grade-all"].add_argument("--workers", type=int, default=2)
-    commands.add_parser("list", help="list the questions of the bank")
+        command.add_argument("--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED)")
+        command.add_argument("--practice", action="store_true", help="allow the public seed 0 (formative work)")
+        command.add_argument("--config", type=Path, help="a .toml/.json file: points, weights, similarity_threshold")
+        command.add_argument("--sandbox", choices=SANDBOXES[:3], default="auto")
+        command.add_argument("--cell-timeout", type=_positive(float, 3600), default=30.0, help="seconds per question")
+        command.add_argument(
+            "--total-timeout", type=_positive(float, 86400), default=600.0, help="seconds per notebook"
+        )
+        command.add_argument("--memory-mb", type=_positive(int, 10**6), default=4096, help="address-space limit")
+    grade = commands.choices["grade"]
+    grade.add_argument("--results", type=Path, help="write Gradescope's results.json here")
+    grade.add_argument("--feedback", type=Path, help="write the feedback pages (.html, .md) into this folder")
+    every = commands.choices["grade-all"]
+    every.add_argument("--out", type=Path, default=Path("grades"))
+    every.add_argument("--roster", type=Path, help="CSV id,name,email")
+    every.add_argument("--marks", type=Path, help="CSV of marks for written questions")
+    every.add_argument("--only", help="regrade this student only (the others' grades stay as in --out)")
+    every.add_argument("--workers", type=_positive(int, 64), default=2)
+    zip_ = commands.add_parser("autograder", help="write a Gradescope autograder zip for a chapter")
+    zip_.add_argument("chapter", help="ch02, 02 or 2")
+    zip_.add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
+    zip_.add_argument(
+        "--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED, else random)"
+    )
+    zip_.add_argument("--practice", action="store_true")
+    zip_.add_argument("--config", type=Path)
+    scope = commands.add_parser("gradescope", help="inside Gradescope: grade /autograder/submission")
+    scope.add_argument("--root", type=Path, default=Path("/autograder"))
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run a command; return the exit status (0 ok, 1 out of date / not graded, 2 bad input)."""
-    args = _parser().parse_args(argv)
+def _seed(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int | None:
+    text = args.seed_file.read_text().strip() if args.seed_file else os.environ.get("XORLIB_HIDDEN_SEED", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 0 <= int(text) < 2**63:
+        parser.error(f"the hidden seed must be an integer in [0, 2**63), got {text[:40]!r}")
+    return int(text)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "sync":
         results = [sync_chapter(path, check=args.check) for path in args.chapters]
         print("\n".join(map(str, results)))
-        if any(r.status == "error" for r in results):
-            return 2
-        return int(any(r.status == "out of date" for r in results))
+        return 2 if any(r.status == "error" for r in results) else int(any(r.status == "out of date" for r in results))
     if args.command == "student":
-        print("\n".join(write_student_versions(args.chapters, args.out)))
+        print("\n".join(student_notebooks(args.chapters, args.out)))
         return 0
     if args.command == "list":
-        for questions in CHAPTERS.values():
-            for q in questions:
-                kind = f"def {q.signature}" if isinstance(q, AutoQuestion) else "written"
-                print(f"{q.id}  {q.points:>2} pts  {q.title}  [{kind}]")
+        for q in (q for qs in CHAPTERS.values() for q in qs):
+            print(
+                f"{q.id}  {q.points:>2} pts  {q.title}  [{f'def {q.signature}' if isinstance(q, AutoQuestion) else 'written'}]"
+            )
         return 0
-    options = dict(hidden_seed=args.hidden_seed, limits=_limits(args), isolation=args.isolation)
+    if args.command == "gradescope":
+        return run(args.root)
+    if args.command == "autograder":
+        out = args.out or Path(f"autograder-ch{args.chapter.removeprefix('ch').zfill(2)}.zip")
+        seed = _seed(args, parser)
+        path = autograder_zip(args.chapter, out, seed=seed, practice=args.practice, config=args.config)
+        print(
+            f"wrote {path}"
+            + ("" if seed is not None or args.practice else " (hidden seed drawn at random, kept in it)")
+        )
+        return 0
+    limits = Limits(cell_s=args.cell_timeout, total_s=args.total_timeout, memory_mb=args.memory_mb)
+    options = dict(
+        seed=_seed(args, parser), practice=args.practice, config=args.config, limits=limits, sandbox=args.sandbox
+    )
     if args.command == "grade":
         report = grade_notebook(args.path, **options)
         print(report)
         if args.results:
             args.results.parent.mkdir(parents=True, exist_ok=True)
             args.results.write_text(json.dumps(report.gradescope(), indent=1) + "\n")
+        if args.feedback:
+            args.feedback.mkdir(parents=True, exist_ok=True)
+            (args.feedback / f"{report.student}.html").write_text(html_page(report.student, [report]))
+            (args.feedback / f"{report.student}.md").write_text(markdown_page(report.student, [report]))
         return 1 if report.error else 0
-    try:
-        result = grade_all(args.path, marks=args.marks, workers=args.workers, hide=(str(args.out),), **options)
-    except (MarksError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    written = result.write(args.out)
+    if args.only and not (args.out / "reports").is_dir():
+        parser.error(f"--only needs the grades of a previous run in --out ({args.out}/reports is missing)")
+    result = grade_all(args.path, roster=args.roster, marks=args.marks, only=args.only, previous=args.out,
+                       workers=args.workers, **options)  # fmt: skip
+    result.write(args.out)
     print(result)
-    print(f"wrote {written[0]}, {written[2]} and {len(written) - 3} per-student results in {args.out}/results")
+    print(f"wrote {args.out}/gradebook.csv, feedback/, results/ and similarity.md")
+    if result.not_graded:
+        print(f"{len(result.not_graded)} notebook(s) NOT graded:\n  " + "\n  ".join(result.not_graded), file=sys.stderr)
+        return 1
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; return the exit status (0 ok, 1 out of date or not everything graded, 2 bad input)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args, parser)
+    except (ValueError, TypeError, OSError, MarksError, SandboxUnavailable) as err:
+        print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

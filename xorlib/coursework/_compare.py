@@ -113,19 +113,23 @@ def _factor_meaning(factor: float, d: int | None) -> str:
     return "a wrong constant (a step size, a normalisation, or a factor of the readout)"
 
 
-def _generic_diagnosis(got: np.ndarray, expected: np.ndarray, case: Case, rtol: float, atol: float) -> str | None:
-    """A constant factor, or the right values in another order."""
+def _generic_diagnosis(
+    got: np.ndarray, expected: np.ndarray, case: Case, rtol: float, atol: float
+) -> tuple[str, str] | None:
+    """A constant factor, or the right values in another order: ``(diagnosis, the same without the answer's numbers)``."""
+    factor = None
     if expected.size > 1 and float(np.abs(expected).max()) > 0 and np.isfinite(got).all():
-        factor = float((got * expected).sum() / (expected * expected).sum())
-        if factor != 0 and _close(got, factor * expected, rtol, atol):
-            return f"your answer is {factor:.6g} times the right one: {_factor_meaning(factor, case.d)}."
+        fit = float((got * expected).sum() / (expected * expected).sum())
+        factor = fit if fit != 0 and _close(got, fit * expected, rtol, atol) else None
     elif expected.size == 1 and float(expected.reshape(())) != 0 and np.isfinite(got).all():
-        factor = float(got.reshape(())) / float(expected.reshape(()))
+        fit = float(got.reshape(())) / float(expected.reshape(()))
+        factor = None if _factor_meaning(fit, case.d).startswith("a wrong constant") else fit
+    if factor is not None:
         meaning = _factor_meaning(factor, case.d)
-        if not meaning.startswith("a wrong constant"):
-            return f"your answer is {factor:.6g} times the right one: {meaning}."
+        return f"your answer is {factor:.6g} times the right one: {meaning}.", f"a constant factor: {meaning}."
     if expected.size > 1 and _close(np.sort(got.reshape(-1)), np.sort(expected.reshape(-1)), rtol, atol):
-        return "you have the right values in the wrong order (check the order of the inputs, or an axis)."
+        text = "you have the right values in the wrong order (check the order of the inputs, or an axis)."
+        return text, text
     return None
 
 
@@ -145,10 +149,10 @@ def judge(
     got: tuple[np.ndarray, ...] | str,
     expected: tuple[np.ndarray, ...],
 ) -> Verdict:
-    """Compare one case's outputs (or the error the answer raised, as a string) with the reference.
+    """Compare one case's outputs (or why there are none, a string) with the reference.
 
-    ``got`` is either the arrays of :func:`as_outputs` or a message saying
-    why there are none (the function raised, or returned the wrong kind of value).
+    ``got`` is either the arrays of :func:`as_outputs` or a message saying why there are none. The verdict's
+    ``summary`` (what a hidden case shows) holds no number computed from the answer's outputs.
     """
     header = f"{question.id} failed on test case: {case.description}"
     hint = f"\n  Hint: {question.hint}" if question.hint else ""
@@ -162,35 +166,29 @@ def judge(
                 " (same number of entries: check a squeeze, an unsqueeze or a transpose)" if g.size == e.size else ""
             )
             text = f"{name} has the wrong shape: expected {tuple(e.shape)}, got {tuple(g.shape)}{layout}."
-            return Verdict(False, f"{header}\n  {text}{hint}", text)
+            return Verdict(
+                False, f"{header}\n  {text}{hint}", f"{name} has the wrong shape (expected {tuple(e.shape)})."
+            )
         bad = np.isfinite(e) & ~np.isfinite(g)
         if bad.any():
-            text = f"{name} has {int(bad.sum())} NaN or infinite entries where the answer is finite"
-            return Verdict(False, f"{header}\n  {text}: {_fmt(g)}.\n  Hint: {question.nan_hint}", text + ".")
+            text = f"{name} has NaN or infinite entries where the answer is finite"
+            message = f"{header}\n  {text}: {_fmt(g)}.\n  Hint: {question.nan_hint}"
+            return Verdict(False, message, f"{text}. Hint: {question.nan_hint}")
         if _close(g, e, question.rtol, question.atol):
             continue
-        diagnosis = next(
-            (
-                text
-                for text, outputs in _mistake_outputs(question, case)
-                if all(_close(a, b, question.rtol, question.atol) for a, b in zip(got, outputs, strict=True))
-            ),
-            None,
+        known = next((text for text, outputs in _mistake_outputs(question, case)
+                      if all(_close(a, b, question.rtol, question.atol) for a, b in zip(got, outputs, strict=True))),
+                     None)  # fmt: skip
+        own = question.diagnose(case.args, got, expected) if known is None and question.diagnose else None
+        generic = (
+            _generic_diagnosis(g, e, case, question.rtol, question.atol) if known is None and own is None else None
         )
-        if diagnosis is None and question.diagnose is not None:
-            diagnosis = question.diagnose(case.args, got, expected)
-        if diagnosis is None:
-            diagnosis = _generic_diagnosis(g, e, case, question.rtol, question.atol)
+        diagnosis = known or own or (generic[0] if generic else None)
+        safe = known or (generic[1] if generic else None)  # a question's own diagnosis may quote the answer's numbers
         difference = float(np.nanmax(np.abs(g - e))) if g.size else 0.0
-        lines = [
-            header,
-            f"  {name}:",
-            f"    expected {_fmt(e)}",
-            f"    returned {_fmt(g)}",
-            f"    largest difference {difference:.3g}",
-        ]
+        lines = [header, f"  {name}:", f"    expected {_fmt(e)}", f"    returned {_fmt(g)}",
+                 f"    largest difference {difference:.3g}"]  # fmt: skip
         if diagnosis:
             lines.append(f"  Diagnosis: {diagnosis}")
-        summary = f"{name} is wrong" + (f": {diagnosis}" if diagnosis else ".")
-        return Verdict(False, "\n".join(lines) + hint, summary)
+        return Verdict(False, "\n".join(lines) + hint, f"{name} is wrong" + (f": {safe}" if safe else "."))
     return Verdict(True)

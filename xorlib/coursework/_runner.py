@@ -1,117 +1,164 @@
-"""Run a submission's answer cells inside the sandbox and report what they return.
+"""The runner: answer cells and test cases run here, inside the sandbox, one request at a time.
 
-The fork server (``_launcher.py --serve``) imports this module, with torch,
-before any sandbox exists; :func:`main` then runs in each sandbox's process,
-after the launcher has built the sandbox and dropped privileges. Its arguments
-are ``[_, MANIFEST, PLAN, FD]``. ``MANIFEST`` (JSON, written by the grader)
-holds the teacher's setup code, the answer cells in the bank's order, the
-function each must define and the encoded test arguments. ``PLAN`` (JSON)
-lists the questions to skip (their cell hung or crashed in an earlier attempt)
-and those already evaluated (their cells still run, for the names later cells
-use). Events go to file descriptor ``FD`` as JSON lines; the grader compares
-the outputs with references computed on its side, so nothing here decides a
-score. Only the standard library and ``_wire`` are imported here.
+Started by :mod:`~xorlib.coursework.sandbox` as ``python -I -S _runner.py``. The grader writes one JSON request per
+line on stdin and reads exactly one JSON reply per line; it sends the next request only after the reply, so
+nothing of a later request (a hidden case's inputs) is in this process before it is needed. Requests:
+
+``start``  drop to the sandbox's uid (where the grader asked), set the resource limits and ``sys.path``, run the
+           teacher's setup, report which of the given paths this process can read;
+``cell``   run an answer cell in the shared namespace, keep the function it defines;
+``case``   call a kept function on decoded arguments (autograd disabled where the question forbids it).
+
+Before the first answer runs, file descriptors 1 and 2 point to ``/dev/null``: nothing an answer prints goes
+anywhere. Nothing here is trusted: the grader checks each reply against a schema and keeps its own clock.
+Only the standard library, ``_wire`` and (after the setup) torch are imported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import sys
 import traceback
 
-_here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, _here)
-import _wire  # noqa: E402  (a sibling module, imported without the package)
+if __package__:
+    from . import _wire
+else:  # run as a script (python -I puts no folder on sys.path): the sibling module, then nothing of ours
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _wire
 
-sys.path.remove(_here)
+    sys.path.pop(0)
 
-__all__ = ["main"]
+__all__ = []  # internal to xorlib.coursework
 
-_PRINT_LIMIT = 2000
-
-
-class _Sink:
-    """Stands in for stdout/stderr while answers run: keeps the first characters, drops the rest."""
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    def write(self, text: str) -> int:
-        if len(self.text) < _PRINT_LIMIT:
-            self.text += str(text)[: _PRINT_LIMIT - len(self.text)]
-        return len(text)
-
-    def flush(self) -> None:
-        pass
+_AUTOGRAD = {
+    "Tensor": ("backward",),
+    "autograd": ("grad", "backward"),
+    "autograd.functional": ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"),
+    "func": ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"),
+}
 
 
-def _describe(err: BaseException, filename: str) -> str:
-    """``Type: message (line N of the answer cell)``, the line taken from the answer's own frames."""
-    line = next((f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == filename), None)
-    where = f" (line {line} of the answer cell)" if line else ""
-    text = "".join(traceback.format_exception_only(type(err), err)).strip().splitlines()
-    return (text[-1] if text else type(err).__name__)[:500] + where
+class AutogradGuard:
+    """Autograd's entry points, wrapped once so that they raise, saying why, inside :meth:`forbid`.
 
+    Installed before any answer cell runs, so that ``from torch.autograd import grad`` in a cell binds the
+    wrapper; :meth:`forbid` also turns gradient recording off.
+    """
 
-def main(argv: list[str]) -> int:
-    manifest_path, plan, fd = argv[1], json.loads(argv[2]), int(argv[3])
-    channel = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+    def __init__(self, torch) -> None:
+        self.torch, self.reason = torch, None
+        for path, names in _AUTOGRAD.items():
+            owner = torch
+            for part in filter(None, path.split(".")):
+                owner = getattr(owner, part)
+            for name in names:
+                if hasattr(owner, name) and not getattr(getattr(owner, name), "_guarded", False):
+                    setattr(owner, name, self._wrap(getattr(owner, name), f"torch.{path + '.' if path else ''}{name}"))
 
-    def send(**event: object) -> None:
-        channel.write(json.dumps(event) + "\n")
-        channel.flush()
+    def _wrap(self, original, label: str):
+        def guarded(*args, **kwargs):
+            if self.reason:
+                raise RuntimeError(f"{label} is disabled here: {self.reason}")
+            return original(*args, **kwargs)
 
-    with open(manifest_path, encoding="utf-8") as handle:
-        manifest = json.load(handle)
-    sys.path[:0] = [manifest["build"]]
-    sys.path.extend(manifest["site"])
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    try:
-        exec(compile(manifest["setup"], "<setup>", "exec"), namespace)
-        import torch
+        guarded._guarded = True
+        return guarded
 
-        torch.set_num_threads(1)
-    except BaseException as err:
-        send(e="setup-error", error=_describe(err, "<setup>"))
-        return 1
-    send(e="ready")
-    sink = _Sink()
-    for question in manifest["questions"]:
-        qid = question["id"]
-        if qid in plan["skip"]:
-            continue
-        send(e="cell", q=qid)
-        filename = f"<answer {qid}>"
-        sink.text = ""
-        sys.stdout = sys.stderr = sink
+    @contextlib.contextmanager
+    def forbid(self, reason: str | None):
+        previous = self.torch.is_grad_enabled()
+        if reason:
+            self.torch.set_grad_enabled(False)  # (torch's own no_grad calls it: it is not wrapped)
+        self.reason = reason
         try:
-            exec(compile(question["code"], filename, "exec"), namespace)
-        except BaseException as err:  # the answer's error (even SystemExit) is reported, and the next cell runs
-            send(e="cell-error", q=qid, error=_describe(err, filename), printed=sink.text)
-        if qid in plan["evaluated"]:
-            send(e="end", q=qid)
-            continue
-        fn = namespace.get(question["function"])
-        if not callable(fn):
-            send(e="missing", q=qid)
-            send(e="end", q=qid)
-            continue
-        for k, encoded in enumerate(question["cases"]):
-            send(e="case", q=qid, k=k)
+            yield
+        finally:
+            self.reason = None
+            self.torch.set_grad_enabled(previous)
+
+
+def autograd_guard(torch) -> AutogradGuard:
+    """The process's guard (one per process: wrapping twice would stack)."""
+    guard = getattr(torch, "_xorlib_autograd_guard", None)
+    if guard is None:
+        guard = torch._xorlib_autograd_guard = AutogradGuard(torch)
+    return guard
+
+
+def _error(err: BaseException, filename: str) -> dict:
+    """``{"type", "message", "line"}``: the line from the answer's own frames."""
+    line = next((f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == filename), None)
+    return {"type": type(err).__name__[:60], "message": str(err)[:300], "line": line}
+
+
+def _readable(path: str) -> bool:
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            os.close(os.open(path, os.O_RDONLY))
+        return True
+    except OSError:
+        return False
+
+
+def main() -> int:
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    namespace: dict = {"__name__": "__main__"}
+    functions: dict = {}
+    guard = None
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        op, reply = request.get("op"), {}
+        if op == "start":
+            if request["uid"] is not None:  # root (with only CAP_SETUID/SETGID) inside bubblewrap: the fresh uid
+                uid = request["uid"]
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+            for name, value in request["limits"].items():
+                resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+            sys.path[:0] = request["path"]
             try:
-                value = fn(*_wire.decode_inputs(encoded))
-            except NotImplementedError:
-                send(e="raise", q=qid, k=k, error="NotImplementedError", stub=True)
+                exec(compile(request["setup"], "<setup>", "exec"), namespace)
+                if "torch" in sys.modules:
+                    sys.modules["torch"].set_num_threads(1)
+                    guard = autograd_guard(sys.modules["torch"])
+                reply = {"ok": True, "uid": os.getuid(), "readable": [p for p in request["readable"] if _readable(p)]}
             except BaseException as err:
-                send(e="raise", q=qid, k=k, error=_describe(err, filename))
-            else:
-                send(e="out", q=qid, k=k, value=_wire.encode_output(value))
-        send(e="end", q=qid)
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    send(e="done")
+                reply = {"ok": False, "error": _error(err, "<setup>")}
+        elif op == "cell":
+            filename = f"<answer {request['q']}>"
+            try:
+                exec(compile(request["code"], filename, "exec"), namespace)
+                reply["error"] = None
+            except BaseException as err:  # the answer's error (even SystemExit) is reported, and the next cell runs
+                reply["error"] = _error(err, filename)
+            fn = namespace.get(request["function"])
+            reply["defined"] = callable(fn)
+            if callable(fn):
+                functions[request["q"]] = (fn, filename)
+        elif op == "case":
+            fn, filename = functions[request["q"]]
+            reason = request.get("forbid_autograd")
+            try:
+                with guard.forbid(reason) if guard else contextlib.nullcontext():
+                    value = fn(*_wire.decode_inputs(request["args"]))
+                reply["value"] = _wire.encode_output(value)
+            except NotImplementedError as err:
+                reply = {"error": _error(err, filename), "stub": True}
+            except BaseException as err:
+                reply = {"error": _error(err, filename)}
+        channel.write(json.dumps({**reply, "id": request.get("id")}) + "\n")
+        channel.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

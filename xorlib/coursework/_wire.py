@@ -1,12 +1,10 @@
-"""Values across the sandbox boundary, as JSON: test inputs go in, an answer's outputs come out.
+"""Values across the sandbox boundary as JSON: test inputs go in, an answer's outputs come back as bounded data.
 
-Standalone (the standard library; torch only inside :func:`decode_inputs`,
-NumPy only inside :func:`decode_output`): the grader imports it, and so does
-the runner, as a sibling module, inside the sandbox. JSON carries numbers, lists and
-strings only, so nothing the sandbox writes can become code or an object in
-the grader; floats round-trip exactly (``repr``), NaN and infinities as
-``NaN``/``Infinity``. A tensor is ``{"tensor": [flat entries], "shape": [...],
-"dtype": "float64"}``; a tuple is ``{"tuple": [...]}``.
+The runner imports this module as a sibling (the standard library, and torch inside :func:`decode_inputs`); the
+grader imports it for :func:`encode_input` and :func:`decode_output`. JSON carries numbers, lists and strings only,
+so nothing the sandbox writes can become code or an object in the grader. A tensor is ``{"shape": [...], "data":
+[flat entries]}`` (floats round-trip exactly; NaN and infinities as ``NaN``/``Infinity``), a tuple ``{"tuple":
+[...]}``, anything else ``{"type": "<its type name>"}``.
 """
 
 from __future__ import annotations
@@ -14,11 +12,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MAX_ENTRIES", "Unsupported", "decode_inputs", "decode_output", "encode_input", "encode_output"]
+__all__ = []  # internal to xorlib.coursework
 
-#: Largest number of entries an output may have (larger ones are reported, not sent).
+#: Largest number of entries of one output (the bank's largest is a few thousand).
 MAX_ENTRIES = 10**6
 _DTYPES = ("float64", "float32", "int64", "bool")
+
+
+class Malformed(ValueError):
+    """What came back is not a well-formed encoding (the sandbox may write anything)."""
 
 
 def encode_input(value: Any) -> Any:
@@ -36,77 +38,63 @@ def encode_input(value: Any) -> Any:
 
 
 def decode_inputs(data: Any) -> Any:
-    """The inverse of :func:`encode_input`, building torch tensors (used inside the sandbox)."""
+    """The inverse of :func:`encode_input`, building torch tensors (inside the sandbox)."""
     import torch
 
     if isinstance(data, dict) and "tensor" in data:
-        dtype = getattr(torch, data["dtype"])
-        return torch.tensor(data["tensor"], dtype=dtype).reshape(data["shape"])
+        return torch.tensor(data["tensor"], dtype=getattr(torch, data["dtype"])).reshape(data["shape"])
     if isinstance(data, dict) and "tuple" in data:
         return tuple(decode_inputs(v) for v in data["tuple"])
     return data
 
 
 def encode_output(value: Any, depth: int = 0) -> Any:
-    """What an answer returned, as JSON-ready data: arrays of floats, tuples, or a description of the type.
-
-    Never raises: a value that cannot be sent becomes ``{"unsupported": ...}``.
-    """
+    """What an answer returned, as JSON-ready data; never raises (an odd value becomes ``{"type": ...}``)."""
     try:
-        if depth > 3:
-            return {"unsupported": "a deeply nested value"}
-        if isinstance(value, (tuple, list)):
+        if isinstance(value, (tuple, list)) and depth < 3:
             if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-                return {"array": [float(v) for v in value][:MAX_ENTRIES], "shape": [len(value)]}
+                return {"shape": [len(value)], "data": [float(v) for v in value[:MAX_ENTRIES]]}
             return {"tuple": [encode_output(v, depth + 1) for v in value[:16]]}
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            return {"unsupported": f"{type(value).__name__} {str(value)[:60]!r}"}
-        if isinstance(value, (int, float)):
-            return {"array": [float(value)], "shape": []}
-        if hasattr(value, "detach") and hasattr(value, "numel"):
-            if value.is_complex():
-                return {"unsupported": "a complex tensor"}
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {"shape": [], "data": [float(value)]}
+        if hasattr(value, "detach") and hasattr(value, "numel") and not value.is_complex():
             if value.numel() > MAX_ENTRIES:
-                return {"unsupported": f"a tensor with {value.numel()} entries"}
-            flat = value.detach().cpu().double().reshape(-1).tolist()
-            return {"array": flat, "shape": list(value.shape)}
-        if hasattr(value, "dtype") and hasattr(value, "shape") and hasattr(value, "tolist"):  # a NumPy array
-            if value.size > MAX_ENTRIES:
-                return {"unsupported": f"an array with {value.size} entries"}
-            flat = value.astype("float64").reshape(-1).tolist()
-            return {"array": flat, "shape": list(value.shape)}
-        return {"array": [float(value)], "shape": []}  # numpy scalars and other numbers
-    except Exception as err:  # anything odd the answer returned is described, never fatal
-        return {"unsupported": f"{type(value).__name__} ({type(err).__name__}: {str(err)[:80]})"}
+                return {"type": f"tensor of {value.numel()} entries"}
+            return {"shape": list(value.shape), "data": value.detach().cpu().double().reshape(-1).tolist()}
+        if type(value).__module__ == "numpy" and hasattr(value, "astype") and value.size <= MAX_ENTRIES:
+            return {"shape": list(value.shape), "data": value.astype("float64").reshape(-1).tolist()}
+    except Exception:  # anything odd the answer returned is described below, never fatal
+        pass
+    return {"type": type(value).__name__}
 
 
 def decode_output(data: Any, depth: int = 0) -> Any:
-    """Rebuild an encoded output as NumPy arrays and tuples (in the grader).
+    """Rebuild an encoded output as float64 NumPy arrays and tuples; a ``str`` names the type of a non-numeric value.
 
     Raises
     ------
-    ValueError
-        For data that is not a well-formed encoding (the sandbox may write anything).
+    Malformed
+        For anything but a well-formed encoding: wrong keys or types, sizes that disagree, more than
+        :data:`MAX_ENTRIES` entries, numbers beyond float64 (a 400-digit integer), nesting deeper than 4.
     """
     import numpy as np
 
     if depth > 4 or not isinstance(data, dict):
-        raise ValueError("malformed output")
-    if "array" in data:
-        flat, shape = data["array"], data.get("shape")
-        if not isinstance(flat, list) or not isinstance(shape, list) or not all(isinstance(s, int) for s in shape):
-            raise ValueError("malformed array")
-        if math.prod(shape) != len(flat) or len(flat) > MAX_ENTRIES:
-            raise ValueError("array of the wrong size")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in flat):
-            raise ValueError("array of non-numbers")
-        return np.asarray(flat, dtype=np.float64).reshape(shape)
-    if "tuple" in data and isinstance(data["tuple"], list):
+        raise Malformed("not an encoded value")
+    if set(data) == {"shape", "data"}:
+        shape, flat = data["shape"], data["data"]
+        if not isinstance(shape, list) or not all(type(s) is int and 0 <= s <= MAX_ENTRIES for s in shape):
+            raise Malformed("a malformed shape")
+        if not isinstance(flat, list) or len(flat) > MAX_ENTRIES or math.prod(shape) != len(flat):
+            raise Malformed("entries that do not fill the shape")
+        if not all(type(v) in (int, float) for v in flat):
+            raise Malformed("entries that are not numbers")
+        try:
+            return np.array([float(v) for v in flat], dtype=np.float64).reshape(shape)
+        except OverflowError:
+            raise Malformed("a number beyond the range of float64") from None
+    if set(data) == {"tuple"} and isinstance(data["tuple"], list) and len(data["tuple"]) <= 16:
         return tuple(decode_output(v, depth + 1) for v in data["tuple"])
-    if "unsupported" in data:
-        return Unsupported(str(data["unsupported"])[:200])
-    raise ValueError("malformed output")
-
-
-class Unsupported(str):
-    """An output the sandbox could not send as numbers (its description)."""
+    if set(data) == {"type"} and isinstance(data["type"], str):
+        return "".join(c for c in data["type"][:40] if c.isalnum() or c in " _.")
+    raise Malformed("not an encoded value")

@@ -7,7 +7,10 @@ Only the public cases are used; grading adds the hidden ones.
 
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 
@@ -22,6 +25,11 @@ class CheckFailure(AssertionError):
     """An answer disagrees with the reference on a public test case; the message says where and why."""
 
 
+_NOT_IMPLEMENTED = "not implemented yet"
+_AUTOGRAD_NAMES = {"backward", "autograd", "enable_grad", "set_grad_enabled", "_set_grad_enabled", "requires_grad",
+                   "requires_grad_", "func", "functorch"}  # fmt: skip
+
+
 class _UnknownQuestion(KeyError, ValueError):
     """A question id the bank does not have (a :class:`KeyError`, and a :class:`ValueError` like other bad input)."""
 
@@ -31,21 +39,39 @@ def _fresh(args: tuple[object, ...]) -> tuple[object, ...]:
     return tuple(a.clone() if hasattr(a, "clone") else copy.deepcopy(a) for a in args)
 
 
-def run_case(question: AutoQuestion, fn: Callable[..., object], case: Case) -> tuple:
-    """Call ``fn`` on a case: its outputs as arrays, or a message saying why there are none."""
+def run_case(question: AutoQuestion, fn: Callable[..., object], case: Case) -> tuple | str:
+    """Call ``fn`` on a case (autograd disabled where the question forbids it): its outputs as arrays, or why not."""
     try:
-        value = fn(*_fresh(case.args))
+        forbid = None if question.autograd else f"{question.id} asks for this without autograd"
+        import torch
+
+        from ._runner import autograd_guard
+
+        with autograd_guard(torch).forbid(forbid):
+            value = fn(*_fresh(case.args))
     except NotImplementedError:
-        return (
-            f"{question.function} is not implemented yet: replace `raise NotImplementedError` "
-            "with your code, run that cell, then this one again."
-        )
+        return _NOT_IMPLEMENTED
     except Exception as err:  # the student's error, reported as feedback
         return f"{question.function} raised {type(err).__name__}: {err}"
     try:
         return as_outputs(value, question.outputs)
     except ReturnError as err:
         return str(err)
+
+
+def autograd_used(source: str) -> str | None:
+    """``"backward (line 7)"``: the first autograd name an answer cell uses, or ``None``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        name = getattr(node, "attr", None) or getattr(node, "id", None) or getattr(node, "module", None) or ""
+        names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else [name]
+        for found in names:
+            if set(found.split(".")) & _AUTOGRAD_NAMES:
+                return f"{found} (line {node.lineno})"
+    return None
 
 
 def expected_outputs(question: AutoQuestion, case: Case) -> tuple:
@@ -116,11 +142,23 @@ def check(question_id: str, fn: Callable[..., object]) -> None:
         raise TypeError(f"fn must be your function {question.function}, got {type(fn).__name__}")
     cases = question.public()
     for case in cases:
-        verdict: Verdict = judge(question, case, run_case(question, fn, case), expected_outputs(question, case))
+        got = run_case(question, fn, case)
+        if got == _NOT_IMPLEMENTED:  # not a failure: a fresh notebook runs from top to bottom
+            print(f"{question_id}: not answered yet. Replace `raise NotImplementedError` in the answer cell, run it, "
+                  "then this cell again.")  # fmt: skip
+            return
+        verdict: Verdict = judge(question, case, got, expected_outputs(question, case))
         if not verdict.passed:
             raise CheckFailure(verdict.message)
     names = "".join(f"\n  - {c.description}" for c in cases)
     print(f"{question_id} passed its {len(cases)} public test cases:{names}\nGrading adds hidden test cases.")
+    try:
+        uses_autograd = None if question.autograd else autograd_used(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError):  # no source (a lambda typed at a prompt): grading still checks the cell
+        uses_autograd = None
+    if uses_autograd:
+        print(f"Warning: {question.function} uses {uses_autograd}; {question.id} asks for it without autograd, so "
+              "grading scores this answer 0.")  # fmt: skip
     if used := reference_used(fn):
         print(
             f"Warning: {question.function} uses {used}. Grading runs without the book's own code (only "

@@ -1,19 +1,17 @@
-"""A class at once: grade a folder of submissions in parallel, merge the teacher's written marks, export.
+"""A class at once: find the submissions, grade them in parallel, merge the written marks, flag copies, export.
 
-A submission is ``DIR/<student>.ipynb`` or ``DIR/<student>/<anything>.ipynb``
-(one notebook per chapter). :func:`grade_all` grades them on ``workers``
-sandboxes at a time and :meth:`ClassReport.write` writes, into ``OUT``:
+Submissions are the ``.ipynb`` and MyST ``.md`` files under a folder (hidden folders and checkpoints skipped;
+symbolic links refused, never followed). With a roster (CSV ``id,name,email``) a file belongs to the student whose
+id or email is a word of its path; without one, to its first folder, or to its file name without the chapter's
+name, copy numbers and "late". Several files of one student for one chapter: the latest by modification time is
+graded, and the gradebook says which. :meth:`ClassReport.write` writes into ``OUT``:
 
-``gradebook.csv``
-    one row per student, one column per question (auto-graded, then
-    written), then ``auto``, ``written``, ``total``, ``max`` and ``notes``;
-``results/<student>.json``
-    the Gradescope autograder format (``score``, and ``tests`` with ``name``,
-    ``score``, ``max_score``, ``output``, ``visibility``), and ``results.json``,
-    all of them in one list;
-``written_marks_template.csv``
-    a sheet for the written questions: one row per student, one empty column
-    per written question. Fill it in and pass it back with ``--marks``.
+``gradebook.csv``               a row per student: a column per question, totals, the weighted grade, notes;
+``feedback/<id>.html``, ``.md`` each student's feedback page;
+``results/<id>.json``           each student's Gradescope ``results.json``;
+``similarity.md``               the pairs of similar answers and the matches with the book's solutions;
+``written_marks_template.csv``  a sheet for the written questions (fill it in, pass it back with ``--marks``);
+``reports/<id>.json``           the reports themselves, for ``--only ID`` to regrade one student.
 """
 
 from __future__ import annotations
@@ -21,161 +19,277 @@ from __future__ import annotations
 import csv
 import io
 import json
-import queue
+import math
+import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .._checks import check_choice, check_float, check_int, check_path, check_seed, check_sequence
-from ._html import Table, table
-from .bank import CHAPTERS, chapter_questions, written_questions
-from .grading import GradeReport, grade_notebook
-from .questions import AutoQuestion, Question, WrittenQuestion
-from .sandbox import DEFAULT_LIMITS, ISOLATIONS, Limits
+from ._html import table
+from .bank import CHAPTERS, chapter_questions, get_question
+from .grading import GradeReport, Grading, grade_path
+from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
+from .pages import html_page, markdown_page
+from .questions import AutoQuestion, WrittenQuestion
+from .similarity import THRESHOLD, Similarity, compare_class
 
-__all__ = ["ClassReport", "grade_all", "read_marks"]  # the rest is internal to xorlib.coursework
+__all__ = []  # ClassReport is what grade_all returns; xorlib.coursework exports the functions
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE = re.compile(r"[^A-Za-z0-9._@-]+")
+_WORDS = re.compile(r"[\s/_()\[\],;-]+")
 
 
 class MarksError(ValueError):
-    """The written-marks CSV names an unknown question, or a mark outside ``[0, points]``."""
+    """A marks, roster or config file names an unknown question or student, or a value out of range."""
 
 
-def find_submissions(folder: str | Path) -> list[tuple[str, Path]]:
-    """``(student, notebook)`` for every ``.ipynb`` under ``folder`` (checkpoints and hidden folders skipped)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no such folder of submissions: {folder}")
-    found = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        relative = path.relative_to(folder)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        found.append((relative.parts[0] if len(relative.parts) > 1 else path.stem, path))
-    return found
+def spreadsheet_safe(value: object) -> object:
+    """A CSV cell a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return is quoted with ``'``."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
-def read_marks(path: str | Path) -> dict[str, dict[str, float]]:
-    """Read the teacher's marks for written questions: ``{student: {question id: marks}}``.
+@dataclass(frozen=True)
+class Config:
+    """A teacher's settings: ``points`` per question id, ``weights`` per chapter, the similarity ``threshold``."""
 
-    The CSV has a ``student`` column and one column per written question id
-    (``ch02-w1``); empty cells are "not marked yet".
+    points: dict = field(default_factory=dict)
+    weights: dict = field(default_factory=dict)
+    threshold: float = THRESHOLD
 
-    Raises
-    ------
-    MarksError
-        For an unknown or auto-graded question id, a repeated student, or a
-        mark that is not a number in ``[0, points]`` (naming the row and column).
-    """
-    path = check_path("path", path)
-    allowed = {q.id: q for q in written_questions()}
+    @classmethod
+    def read(cls, path: str | Path | None) -> Config:
+        """Read a ``.toml`` or ``.json`` file: ``[points] "ch02-q1" = 4``, ``[weights] ch02 = 2``,
+        ``similarity_threshold = 0.8`` (:class:`MarksError` naming the key for anything else)."""
+        if path is None:
+            return cls()
+        path = Path(path)
+        if path.suffix == ".toml":
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10
+                raise MarksError(
+                    f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json"
+                ) from None
+            parse = tomllib.loads
+        else:
+            parse = json.loads
+        try:
+            data = parse(path.read_text(encoding="utf-8"))
+        except ValueError as err:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+            raise MarksError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({err})") from None
+        if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("points", "weights")):
+            raise MarksError(f"{path}: expected a table of settings, with points and weights as tables")
+        unknown = set(data) - {"points", "weights", "similarity_threshold"}
+        if unknown:
+            raise MarksError(
+                f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; use points, weights, similarity_threshold"
+            )
+        points, weights = dict(data.get("points", {})), dict(data.get("weights", {}))
+        for qid, value in points.items():
+            try:
+                get_question(qid)
+            except KeyError:
+                raise MarksError(f"{path}: points names an unknown question {qid!r}") from None
+            if type(value) is not int or not 0 < value <= 1000:
+                raise MarksError(f"{path}: points.{qid} must be an integer in [1, 1000], got {value!r}")
+        for chapter, value in weights.items():
+            if chapter not in CHAPTERS or type(value) not in (int, float) or not (math.isfinite(value) and value >= 0):
+                raise MarksError(
+                    f"{path}: weights.{chapter} must be a chapter of the bank and a number >= 0, got {value!r}"
+                )
+        threshold = data.get("similarity_threshold", THRESHOLD)
+        if type(threshold) not in (int, float) or not 0 < threshold <= 1:
+            raise MarksError(f"{path}: similarity_threshold must be in (0, 1], got {threshold!r}")
+        return cls(points, weights, float(threshold))
+
+    def points_of(self, question) -> int:
+        return self.points.get(question.id, question.points)
+
+
+def _csv_rows(path: str | Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, dict]]]:
     with open(path, newline="", encoding="utf-8-sig") as handle:  # -sig: spreadsheets often add a byte-order mark
         reader = csv.DictReader(handle)
-        columns = [c for c in (reader.fieldnames or []) if c and c != "student"]
-        if "student" not in (reader.fieldnames or []):
-            raise MarksError(f"{path}: the first row must name a 'student' column")
-        unknown = [c for c in columns if c not in allowed]
-        if unknown:
-            raise MarksError(f"{path}: unknown written question(s) {', '.join(unknown)}; known: {', '.join(allowed)}")
-        marks: dict[str, dict[str, float]] = {}
-        for line, row in enumerate(reader, start=2):
-            student = (row.get("student") or "").strip()
-            if not student:
+        columns = list(reader.fieldnames or [])
+        missing = [c for c in required if c not in columns]
+        if missing:
+            raise MarksError(f"{path}: the first row must name the column(s) {', '.join(missing)}")
+        return columns, [(line, row) for line, row in enumerate(reader, start=2)]
+
+
+def read_marks(path: str | Path, config: Config = Config()) -> dict[str, dict[str, float]]:
+    """The teacher's marks for written questions: ``{student: {question id: marks}}`` (empty cells: not marked)."""
+    allowed = {q.id: q for qs in CHAPTERS.values() for q in qs if isinstance(q, WrittenQuestion)}
+    columns, rows = _csv_rows(path, ("student",))
+    columns = [c for c in columns if c and c != "student"]
+    if unknown := [c for c in columns if c not in allowed]:
+        raise MarksError(f"{path}: unknown written question(s) {', '.join(unknown)}; known: {', '.join(allowed)}")
+    marks: dict[str, dict[str, float]] = {}
+    for line, row in rows:
+        student = (row.get("student") or "").strip()
+        if not student:
+            continue
+        if student in marks:
+            raise MarksError(f"{path}, line {line}: student {student!r} appears twice")
+        marks[student] = {}
+        for column in columns:
+            text, top = (row.get(column) or "").strip(), config.points_of(allowed[column])
+            if not text:
                 continue
-            if student in marks:
-                raise MarksError(f"{path}, line {line}: student {student!r} appears twice")
-            marks[student] = {}
-            for column in columns:
-                text = (row.get(column) or "").strip()
-                if not text:
-                    continue
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise MarksError(f"{path}, line {line}, {column}: {text!r} is not a number") from None
-                if not 0 <= value <= allowed[column].points:
-                    raise MarksError(
-                        f"{path}, line {line}, {column}: {value:g} is outside [0, {allowed[column].points}]"
-                    )
-                marks[student][column] = value
+            try:
+                value = float(text)
+            except ValueError:
+                raise MarksError(f"{path}, line {line}, {column}: {text!r} is not a number") from None
+            if not 0 <= value <= top:
+                raise MarksError(f"{path}, line {line}, {column}: {value:g} is outside [0, {top}]")
+            marks[student][column] = value
     return marks
 
 
-def _number(value: float) -> str:
-    return f"{value:g}"
+def read_roster(path: str | Path) -> dict[str, tuple[str, str]]:
+    """``{id: (name, email)}`` from a CSV with ``id``, ``name`` and ``email`` columns (ids unique, not empty)."""
+    _, rows = _csv_rows(path, ("id", "name", "email"))
+    roster: dict[str, tuple[str, str]] = {}
+    for line, row in rows:
+        sid = (row["id"] or "").strip()
+        if not sid or sid in roster or _SAFE.sub("_", sid) != sid:
+            raise MarksError(f"{path}, line {line}: id {sid!r} must be unique and made of letters, digits, . _ @ -")
+        roster[sid] = ((row["name"] or "").strip(), (row["email"] or "").strip())
+    return roster
+
+
+def _stem_student(relative: Path) -> str:
+    """The student of a file without a roster: its first folder, or its name without the chapter's name and copies."""
+    if len(relative.parts) > 1:
+        return relative.parts[0]
+    words = [w for w in _WORDS.split(relative.stem) if w]
+    chapter = next((k for k, w in enumerate(words) if re.fullmatch(r"\d\d", w)), len(words))  # 02_tied_one_step
+    kept = [w for w in words[:chapter] if w.lower() != "late" and not w.isdigit()]
+    return "_".join(kept) or relative.stem
+
+
+def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None) -> tuple[dict, list, list]:
+    """``({(student, chapter): [files, newest first]}, [(file, why not graded)], [notes])``."""
+    by_student: dict[tuple[str, str | None], list[Path]] = {}
+    refused: list[tuple[str, str]] = []
+    for root, dirs, files in os.walk(folder):  # os.walk never follows a link to a folder
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            path = Path(root, name)
+            if name.startswith(".") or path.suffix not in (".ipynb", ".md"):
+                continue
+            relative = path.relative_to(folder)
+            if any(Path(folder, *relative.parts[: k + 1]).is_symlink() for k in range(len(relative.parts))):
+                refused.append((str(relative), "a symbolic link: refused"))
+                continue
+            if roster is None:
+                student = _stem_student(relative)
+            else:
+                words = {w.lower() for w in _WORDS.split(str(relative.with_suffix("")))}
+                found = [
+                    s for s, (_, email) in roster.items() if s.lower() in words or (email and email.lower() in words)
+                ]
+                if len(found) != 1:
+                    refused.append((str(relative), "matches no student of the roster" if not found
+                                    else f"matches several students of the roster ({', '.join(found)})"))  # fmt: skip
+                    continue
+                student = found[0]
+            try:
+                chapter = notebook_chapter(read_notebook(path), path)
+            except NotebookError:
+                chapter = None  # graded anyway, so that the report says why it is unreadable
+            by_student.setdefault((student, chapter), []).append(path)
+    notes = []
+    for (student, chapter), paths in by_student.items():
+        paths.sort(key=lambda p: (p.lstat().st_mtime, str(p)), reverse=True)
+        if len(paths) > 1:
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(paths[0].lstat().st_mtime))
+            notes.append((student, f"{len(paths)} files for {chapter}: graded the latest, {paths[0].name} ({stamp}); "
+                                   f"not graded: {', '.join(p.name for p in paths[1:])}"))  # fmt: skip
+    return by_student, refused, notes
 
 
 @dataclass(frozen=True, repr=False)
 class ClassReport:
-    """The grades of a class: every notebook's :class:`~xorlib.coursework.grading.GradeReport`, and the written marks."""
+    """The grades of a class: every graded notebook's report, the written marks, the copies flagged."""
 
     reports: tuple[GradeReport, ...]
-    marks: dict[str, dict[str, float]] = field(default_factory=dict)
+    marks: dict = field(default_factory=dict)
+    roster: dict = field(default_factory=dict)
+    config: Config = Config()
+    refused: tuple[tuple[str, str], ...] = ()
+    similarity: Similarity | None = None
     seconds: float = 0.0
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.reports, tuple) or not all(isinstance(r, GradeReport) for r in self.reports):
-            raise TypeError(f"reports must be a tuple of GradeReport, got {self.reports!r:.80}")
-        if not isinstance(self.marks, dict) or not all(isinstance(m, dict) for m in self.marks.values()):
-            raise TypeError(
-                f"marks must be a dict {{student: {{question id: marks}}}} (see read_marks), got {self.marks!r:.80}"
-            )
-        check_float("seconds", self.seconds, minimum=0.0)
+    @property
+    def not_graded(self) -> list[str]:
+        """``"file: why"`` for every notebook that was not graded (the command line then exits 1)."""
+        return [f"{r.notebook}: {r.error}" for r in self.reports if r.error] + [f"{f}: {w}" for f, w in self.refused]
 
     def students(self) -> list[str]:
-        """Every student with a submission or a mark, sorted."""
-        return sorted({r.student for r in self.reports} | set(self.marks))
+        return sorted({r.student for r in self.reports} | set(self.marks) | set(self.roster))
 
-    def chapters(self) -> list[str]:
-        """The chapters of the submissions and of the marks, in book order."""
-        seen = {r.chapter for r in self.reports} | {q.split("-")[0] for m in self.marks.values() for q in m}
-        return [c for c in CHAPTERS if c in seen]
-
-    def columns(self) -> list[Question]:
+    def columns(self) -> list:
         """The gradebook's questions: auto-graded ones, then written ones, of the chapters present."""
-        chapters = self.chapters()
-        auto = [q for c in chapters for q in chapter_questions(c, AutoQuestion)]
-        return auto + [q for c in chapters for q in chapter_questions(c, WrittenQuestion)]
+        seen = {r.chapter for r in self.reports} | {q.split("-")[0] for m in self.marks.values() for q in m}
+        chapters = [c for c in CHAPTERS if c in seen]
+        return [q for kind in (AutoQuestion, WrittenQuestion) for c in chapters for q in chapter_questions(c, kind)]
 
     def row(self, student: str) -> dict[str, object]:
-        """One student's gradebook row: a score per question (``""`` when not graded yet), totals and notes."""
+        """One student's gradebook row: a score per question (blank: nothing to grade), totals, grade, notes."""
         reports = [r for r in self.reports if r.student == student]
         scores = {q.id: q.score for r in reports for q in r.questions}
         written = self.marks.get(student, {})
-        row: dict[str, object] = {"student": student}
-        auto_total, written_total, maximum = 0, 0.0, 0
+        name, email = self.roster.get(student, ("", ""))
+        row: dict[str, object] = {"student": student, "name": name, "email": email}
+        earned: dict[str, float] = {}
+        possible: dict[str, float] = {}
         for q in self.columns():
-            if isinstance(q, AutoQuestion):
-                row[q.id] = scores.get(q.id, "")  # blank: no notebook of this chapter from this student
-                auto_total += scores.get(q.id, 0)
-            else:
-                row[q.id] = _number(written[q.id]) if q.id in written else ""
-                written_total += written.get(q.id, 0.0)
-            maximum += q.points
-        notes = [f"{Path(r.notebook).name}: {r.error}" for r in reports if r.error]
-        notes += [f"{q.id}: {q.status}" for r in reports for q in r.questions if q.status.startswith("check cell")]
-        notes += [f"{q.id}: {q.status}" for r in reports for q in r.questions if q.status == "stopped"]
-        chapters = [r.chapter for r in reports if r.chapter]
-        notes += [f"{c}: {chapters.count(c)} notebooks, the last one counts" for c in sorted(set(chapters))
-                  if chapters.count(c) > 1]  # fmt: skip
-        if not reports:
-            notes.append("no submission")
-        row.update(auto=auto_total, written=_number(written_total), total=_number(auto_total + written_total))
-        row.update(max=maximum, notes="; ".join(notes))
+            value = scores.get(q.id) if isinstance(q, AutoQuestion) else written.get(q.id)
+            row[q.id] = "" if value is None else f"{value:g}"
+            earned[q.chapter] = earned.get(q.chapter, 0.0) + (value or 0)
+            possible[q.chapter] = possible.get(q.chapter, 0.0) + self.config.points_of(q)
+        auto = sum(scores.values())
+        weight = {c: self.config.weights.get(c, 1.0) for c in possible}
+        top = sum(weight[c] * possible[c] for c in possible)
+        grade = 100 * sum(weight[c] * earned[c] for c in possible) / top if top else 0.0
+        notes = [n for r in reports for n in r.notes] + [
+            f"{Path(r.notebook).name}: not graded: {r.error}" for r in reports if r.error
+        ]
+        notes += [
+            f"{q.id}: {q.status}"
+            for r in reports
+            for q in r.questions
+            if q.status not in ("passed", "failed", "not implemented")
+        ]
+        notes += self.similarity.notes(student) if self.similarity else []
+        notes += [] if reports else ["no submission"]
+        row.update(auto=f"{auto:g}", written=f"{sum(written.values()):g}", total=f"{auto + sum(written.values()):g}",
+                   max=f"{sum(possible.values()):g}", grade=f"{grade:.1f}", notes="; ".join(notes))  # fmt: skip
         return row
 
     def csv(self) -> str:
-        """The gradebook as CSV text."""
         out = io.StringIO()
-        fields = ["student", *(q.id for q in self.columns()), "auto", "written", "total", "max", "notes"]
+        fields = ["student", "name", "email", *(q.id for q in self.columns()), "auto", "written", "total", "max",
+                  "grade", "notes"]  # fmt: skip
         writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         for student in self.students():
-            writer.writerow(self.row(student))
+            writer.writerow({k: spreadsheet_safe(v) for k, v in self.row(student).items()})
+        return out.getvalue()
+
+    def marks_template(self) -> str:
+        written = [q for q in self.columns() if isinstance(q, WrittenQuestion)]
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["student", *(q.id for q in written)])
+        for student in self.students():
+            marks = self.marks.get(student, {})
+            writer.writerow(
+                [spreadsheet_safe(student), *(f"{marks[q.id]:g}" if q.id in marks else "" for q in written)]
+            )
         return out.getvalue()
 
     def gradescope(self, student: str) -> dict:
@@ -184,45 +298,32 @@ class ClassReport:
         tests = [t for r in reports for t in r.gradescope()["tests"]]
         for q in self.columns():
             if isinstance(q, WrittenQuestion) and q.id in self.marks.get(student, {}):
-                mark = self.marks[student][q.id]
-                tests.append({"name": f"{q.id} {q.title} (written)", "score": mark, "max_score": q.points,
-                              "output": "Marked by your teacher against the rubric.", "visibility": "visible"})  # fmt: skip
-        summary = [f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports] or ["no submission"]
-        return {
-            "score": sum(t["score"] for t in tests),
-            "execution_time": round(sum(r.seconds for r in reports), 2),
-            "output": "; ".join(summary),
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": tests,
-            "extra_data": {"student": student, "notebooks": [Path(r.notebook).name for r in reports]},
-        }
-
-    def marks_template(self) -> str:
-        """A CSV sheet for the written questions of the chapters present, one empty row per student."""
-        written = [q for q in self.columns() if isinstance(q, WrittenQuestion)]
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["student", *(q.id for q in written)])
-        for student in self.students():
-            writer.writerow([student, *(_number(self.marks[student][q.id]) if q.id in self.marks.get(student, {})
-                                        else "" for q in written)])  # fmt: skip
-        return out.getvalue()
+                tests.append({"name": f"{q.id} {q.title} (written)", "score": self.marks[student][q.id],
+                              "max_score": self.config.points_of(q), "visibility": "visible",
+                              "output": "Marked by your teacher against the rubric."})  # fmt: skip
+        return {"score": sum(t["score"] for t in tests), "execution_time": round(sum(r.seconds for r in reports), 2),
+                "output": "; ".join(f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports)
+                or "no submission", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
+                "extra_data": {"student": student}}  # fmt: skip
 
     def write(self, out: str | Path) -> list[Path]:
-        """Write the gradebook, the Gradescope results and the marks template into ``out``; return the paths."""
+        """Write everything listed in the module's docstring into ``out``; return the paths."""
         out = Path(out)
-        (out / "results").mkdir(parents=True, exist_ok=True)
-        written = [out / "gradebook.csv", out / "written_marks_template.csv", out / "results.json"]
-        written[0].write_text(self.csv())
-        written[1].write_text(self.marks_template())
-        everyone = [self.gradescope(s) for s in self.students()]
-        written[2].write_text(json.dumps(everyone, indent=1) + "\n")
-        for student, result in zip(self.students(), everyone, strict=True):
-            path = out / "results" / f"{_SAFE.sub('_', student)}.json"
-            path.write_text(json.dumps(result, indent=1) + "\n")
-            written.append(path)
-        return written
+        for sub in ("results", "feedback", "reports"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        files = {out / "gradebook.csv": self.csv(), out / "written_marks_template.csv": self.marks_template()}
+        if self.similarity:
+            files[out / "similarity.md"] = self.similarity.markdown()
+        for student in self.students():
+            name = _SAFE.sub("_", student)
+            reports = [r for r in self.reports if r.student == student]
+            files[out / "results" / f"{name}.json"] = json.dumps(self.gradescope(student), indent=1) + "\n"
+            files[out / "feedback" / f"{name}.html"] = html_page(student, reports)
+            files[out / "feedback" / f"{name}.md"] = markdown_page(student, reports)
+            files[out / "reports" / f"{name}.json"] = json.dumps([json.loads(r.to_json()) for r in reports])
+        for path, text in files.items():
+            path.write_text(text, encoding="utf-8")
+        return list(files)
 
     def __repr__(self) -> str:
         return f"<ClassReport: {len(self.reports)} notebook(s), {len(self.students())} student(s)>"
@@ -233,64 +334,49 @@ class ClassReport:
         for student in self.students():
             row = self.row(student)
             lines.append(f"  {student:<{width}} {row['total']:>6} / {row['max']}  {row['notes']}".rstrip())
+        lines += [f"NOT GRADED: {line}" for line in self.not_graded]
         return "\n".join(lines)
 
-    def table(self) -> Table:
-        """The gradebook as a table: a row per student, a column per question, the total and the notes."""
-        fields = ["student", *(q.id for q in self.columns()), "total", "max", "notes"]
-        return table(fields, [[self.row(s)[f] for f in fields] for s in self.students()])
-
     def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
+        fields = ["student", *(q.id for q in self.columns()), "total", "max", "notes"]
+        return table(fields, [[self.row(s)[f] for f in fields] for s in self.students()])._repr_html_()
 
 
-def grade_all(
-    folder: str | Path,
-    *,
-    marks: str | Path | None = None,
-    workers: int = 2,
-    hidden_seed: int = 0,
-    limits: Limits = DEFAULT_LIMITS,
-    isolation: str = "auto",
-    hide: Sequence[str] = (),
-) -> ClassReport:
-    """Grade every submission in ``folder``, ``workers`` at a time, and merge the written marks.
+def load_reports(out: str | Path) -> tuple[GradeReport, ...]:
+    """The reports :meth:`ClassReport.write` left in ``out/reports`` (to keep them when regrading one student)."""
+    folder = Path(out) / "reports"
+    texts = [p.read_text() for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return tuple(GradeReport.from_json(json.dumps(r)) for text in texts for r in json.loads(text))
 
-    Parameters
-    ----------
-    folder
-        The submissions (see :func:`find_submissions`).
-    marks
-        Optional CSV of written marks (:func:`read_marks`).
-    workers
-        Sandboxes run at once (2 on a 2-core machine).
-    hidden_seed, limits, isolation
-        As for :func:`xorlib.coursework.grading.grade_notebook`.
-    hide
-        Extra paths to hide from the sandboxes (the output folder).
-    """
-    folder = check_path("folder", folder)
-    marks = None if marks is None else check_path("marks", marks)
-    workers, hidden_seed = check_int("workers", workers, minimum=1, maximum=64), check_seed("hidden_seed", hidden_seed)
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a Limits (xorlib.coursework.sandbox.Limits), got {type(limits).__name__}")
-    isolation = check_choice("isolation", isolation, ISOLATIONS)
-    hide = tuple(str(check_path(f"hide[{k}]", h)) for k, h in enumerate(check_sequence("hide", hide, nonempty=False)))
+
+def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, config: Config = Config(),
+                only: str | None = None, workers: int = 2, previous: tuple[GradeReport, ...] = ()) -> ClassReport:  # fmt: skip
+    """Grade a folder with resolved settings (see :func:`xorlib.coursework.grade_all`)."""
     start = time.monotonic()
-    written = read_marks(marks) if marks is not None else {}
-    submissions = find_submissions(folder)
-    slots: queue.Queue[int] = queue.Queue()
-    for slot in range(workers):
-        slots.put(slot)
-
-    def grade(item: tuple[str, Path]) -> GradeReport:
-        slot = slots.get()
-        try:
-            return grade_notebook(item[1], student=item[0], hidden_seed=hidden_seed, limits=limits,
-                                  isolation=isolation, slot=slot, hide=(str(folder), *hide))  # fmt: skip
-        finally:
-            slots.put(slot)
-
+    by_student, refused, notes = find_submissions(folder, roster)
+    chosen = {key: paths[0] for key, paths in by_student.items()}
+    todo = [(s, p) for (s, _), p in sorted(chosen.items(), key=lambda kv: str(kv[0])) if only in (None, s)]
+    if only is not None and not todo:
+        raise ValueError(f"only: no submission of a student {only!r} in {folder}")
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        reports = tuple(pool.map(grade, submissions))
-    return ClassReport(reports, written, time.monotonic() - start)
+        reports = list(pool.map(lambda sp: grade_path(sp[1], sp[0], grading), todo))
+    extra = {}
+    for student, note in notes:
+        extra.setdefault(student, []).append(note)
+    reports = [replace(r, notes=(*r.notes, *extra.get(r.student, ()))) for r in reports]
+    if only is not None:
+        reports = [r for r in previous if r.student != only] + reports
+        refused = [(f, w) for f, w in refused if only in f]
+    answers: dict[str, dict[str, str]] = {}
+    for (student, chapter), path in chosen.items():
+        try:
+            found = locate(read_notebook(path), chapter_questions(chapter, AutoQuestion))
+        except NotebookError:
+            continue
+        answers.setdefault(student, {}).update(
+            {q: spot.answer_code for q, spot in found.items() if spot.answer_index is not None}
+        )
+    questions = [q for c in sorted({c for _, c in chosen if c}) for q in chapter_questions(c, AutoQuestion)]
+    similarity = compare_class(answers, questions, config.threshold)
+    return ClassReport(tuple(reports), marks or {}, roster or {}, config, tuple(refused), similarity,
+                       time.monotonic() - start)  # fmt: skip

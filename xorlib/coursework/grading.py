@@ -1,45 +1,44 @@
 """Grade one submitted notebook from the instructor's source.
 
-What a submission contributes is its answer cells, matched by question id, and
-nothing else. The questions, points, check code and test cases come from the
-bank; the answer cells run in the sandbox (:mod:`~xorlib.coursework.sandbox`)
-with the grading build of xorlib, and only their outputs come back, as
-numbers. The references are computed here, in the grader's process, and the
-comparison and the diagnosis are the ones :func:`~xorlib.coursework.check`
-shows students (:mod:`~xorlib.coursework._compare`). A question earns its
-points when its answer passes every public and hidden case and its check cell
-is intact and in place; anything else scores 0, with the reason.
+A submission contributes its answer cells, found by question id, and nothing else: questions, points, check code
+and test cases come from the bank. The answer cells run in a sandbox (:mod:`~xorlib.coursework.sandbox`), in
+notebook order, then every public case, then every hidden case: a hidden case's inputs reach the runner only after
+everything whose text can appear in the feedback (cell errors, public cases) has run, and a hidden case reports
+only a fixed diagnosis, never the answer's words or numbers. The references are computed here, and the comparison
+and diagnosis are the ones :func:`~xorlib.coursework.check` shows. A question earns its points when its answer
+passes every public and hidden case and its check cell is intact and in place; anything else scores 0, with why.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
+import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_choice, check_float, check_instance, check_int, check_path, check_seed, check_sequence
 from . import _wire
+from ._build import grading_build
 from ._compare import ReturnError, as_outputs, judge
 from ._html import table
 from .bank import SETUP, chapter_questions, get_question
-from .feedback import expected_outputs
-from .notebooks import Located, NotebookError, locate, notebook_chapter, read_notebook
+from .feedback import autograd_used, expected_outputs
+from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case
-from .sandbox import DEFAULT_LIMITS, ISOLATIONS, Job, Limits, SandboxResult, run_jobs
+from .sandbox import Limits, Session, Stopped, Tier
 
-__all__ = ["GradeReport", "grade_notebook"]  # the rest is internal to xorlib.coursework
+__all__ = []  # GradeReport is what grade_notebook returns; xorlib.coursework exports the functions
 
-_NOT_IMPLEMENTED = "not implemented yet (the answer still raises NotImplementedError)"
 _MAX_CELL = 10**6  # characters of an answer cell
+_BUILTIN_ERRORS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
 
 
 @dataclass(frozen=True)
 class QuestionResult:
-    """The grade of one question: points earned of ``points``, a status word and the feedback."""
+    """One question: points earned of ``points``, a status word and the feedback."""
 
     id: str
     title: str
@@ -47,44 +46,35 @@ class QuestionResult:
     score: int
     status: str
     feedback: str
-    passed_cases: int = 0
-    total_cases: int = 0
+    passed: int = 0
+    total: int = 0
 
 
 @dataclass(frozen=True, repr=False)
 class GradeReport:
     """The grade of one notebook: one :class:`QuestionResult` per auto-graded question of its chapter.
 
-    ``error`` is set when the notebook could not be graded at all (unreadable,
-    of no known chapter, or the grading environment failed); ``sandbox`` says
-    how the answers were isolated.
+    ``error`` is set when the notebook could not be graded (unreadable, of no known chapter, a link, or the
+    sandbox failed: never the student's words); ``tier`` names how the answers were isolated; ``notes`` are for
+    the teacher (which file was chosen, similarity flags).
     """
 
     notebook: str
     student: str
     chapter: str | None
     questions: tuple[QuestionResult, ...]
-    sandbox: str = ""
+    tier: str = ""
     seconds: float = 0.0
     error: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("notebook", "student", "sandbox"):
-            check_instance(name, getattr(self, name), str, "a str")
-        for name in ("chapter", "error"):
-            check_instance(name, getattr(self, name), (str, type(None)), "a str or None")
-        if not isinstance(self.questions, tuple) or not all(isinstance(q, QuestionResult) for q in self.questions):
-            raise TypeError(f"questions must be a tuple of QuestionResult, got {self.questions!r:.80}")
-        check_float("seconds", self.seconds, minimum=0.0)
+    notes: tuple[str, ...] = ()
 
     @property
     def score(self) -> int:
-        """Points earned."""
         return sum(q.score for q in self.questions)
 
     @property
     def max_score(self) -> int:
-        """Points available (from the bank, never from the submission)."""
+        """Points available (from the bank or the teacher's config, never from the submission)."""
         return sum(q.points for q in self.questions)
 
     def __repr__(self) -> str:
@@ -92,179 +82,221 @@ class GradeReport:
 
     def __str__(self) -> str:
         lines = [f"{self.student}: {Path(self.notebook).name} ({self.chapter or 'unknown chapter'})"]
-        if self.error:
-            lines.append(f"  could not be graded: {self.error}")
+        lines += [f"  not graded: {self.error}"] if self.error else []
         for q in self.questions:
             lines.append(f"  {q.id}  {q.score}/{q.points}  {q.status}")
-            if q.status != "passed":
-                lines.extend("      " + line for line in q.feedback.splitlines())
-        lines.append(f"  Total {self.score}/{self.max_score}   [{self.sandbox}; {self.seconds:.1f} s]")
-        return "\n".join(lines)
+            lines += ["      " + line for line in q.feedback.splitlines()] if q.status != "passed" else []
+        return "\n".join(
+            [*lines, f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]"]
+        )
 
     def _repr_html_(self) -> str:
         rows = [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in self.questions]
         return table(("question", "title", "score", "status"), rows)._repr_html_()
 
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> GradeReport:
+        data = json.loads(text)
+        data["questions"] = tuple(QuestionResult(**q) for q in data["questions"])
+        return cls(**{**data, "notes": tuple(data["notes"])})
+
     def gradescope(self) -> dict:
-        """This report as a Gradescope ``results.json`` (score, and one test per question)."""
-        tests = [
-            {"name": f"{q.id} {q.title}", "score": q.score, "max_score": q.points, "output": q.feedback,
-             "visibility": "visible", "status": "passed" if q.score == q.points else "failed"}
-            for q in self.questions
-        ]  # fmt: skip
-        return {
-            "score": self.score,
-            "execution_time": round(self.seconds, 2),
-            "output": self.error or f"{self.score}/{self.max_score} points ({self.sandbox})",
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": tests,
-        }
+        """This report as Gradescope's ``results.json``: the score, and one test per question."""
+        tests = [{"name": f"{q.id} {q.title}", "score": q.score, "max_score": q.points, "output": q.feedback,
+                  "visibility": "visible", "status": "passed" if q.score == q.points else "failed"}
+                 for q in self.questions]  # fmt: skip
+        summary = f"not graded: {self.error}" if self.error else f"{self.score}/{self.max_score} points"
+        return {"score": self.score, "execution_time": round(self.seconds, 2), "visibility": "visible",
+                "output": f"{summary} (sandbox: {self.tier})", "stdout_visibility": "hidden", "tests": tests}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Grading:
+    """Settings resolved once for a notebook or a class: the hidden seed, the limits, the tier, points."""
+
+    seed: int
+    limits: Limits
+    tier: Tier
+    points: dict = field(default_factory=dict)
+
+    def points_of(self, question: AutoQuestion) -> int:
+        return self.points.get(question.id, question.points)
 
 
 @functools.lru_cache(maxsize=256)
-def _cases(question_id: str, hidden_seed: int) -> tuple[tuple[Case, tuple[np.ndarray, ...], bool], ...]:
-    """The cases of a question with their expected outputs (computed once per process) and whether each is public."""
+def _cases(question_id: str, seed: int) -> tuple[tuple[Case, tuple[np.ndarray, ...], bool], ...]:
+    """A question's cases, with the expected outputs (computed here, once per process) and whether each is public."""
     question = get_question(question_id)
     public = tuple((c, expected_outputs(question, c), True) for c in question.public())
-    hidden = tuple((c, expected_outputs(question, c), False) for c in question.hidden(hidden_seed))
-    return public + hidden
+    return public + tuple((c, expected_outputs(question, c), False) for c in question.hidden(seed))
 
 
-def _job(question: AutoQuestion, code: str, hidden_seed: int) -> Job:
-    cases = tuple(_wire.encode_input(tuple(c.args)) for c, _, _ in _cases(question.id, hidden_seed))
-    return Job(question.id, question.function, code, cases)
+@dataclass
+class _Outcome:
+    cell: dict | None = None
+    replies: dict = field(default_factory=dict)
+    stopped: str | None = None
+    used: float = 0.0
 
 
-def _got(event: dict, question: AutoQuestion) -> tuple | str:
-    """One case's outputs from its event, or what went wrong."""
-    if event.get("e") == "raise":
-        return _NOT_IMPLEMENTED if event.get("stub") else f"{question.function} raised {event.get('error')}"
+def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float) -> tuple[dict, str | None]:
+    """Run the cells, then the public cases, then the hidden ones; restart past a question that stops its runner.
+
+    Returns ``{question id: _Outcome}`` and why the notebook could not be graded (``None`` when it was).
+    """
+    outcomes = {q.id: _Outcome() for q, _ in plan}
+    work = [(q, k, c) for public in (True, False) for q, _ in plan
+            for k, c in enumerate(_cases(q.id, grading.seed)) if c[2] == public]  # fmt: skip
+    session, current = None, None
+    limits = grading.limits
+    while True:
+        try:
+            if session is None:
+                session = Session(grading.tier, limits, grading_build(), SETUP)
+                if not session.started.get("ok"):
+                    return outcomes, "the teacher's setup failed in the sandbox (before any answer ran)"
+                for q, code in plan:
+                    outcome, current = outcomes[q.id], q
+                    if outcome.stopped is None:
+                        start = time.monotonic()
+                        request = {"op": "cell", "q": q.id, "code": code, "function": q.function}
+                        try:
+                            reply = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
+                        except _wire.Malformed as err:
+                            reply = {"defined": False, "error": {"type": "", "message": f"malformed reply ({err})"}}
+                        if outcome.cell is None:
+                            outcome.cell, outcome.used = reply, outcome.used + time.monotonic() - start
+            for q, k, (case, _, _) in work:
+                outcome, current = outcomes[q.id], q
+                if outcome.stopped or k in outcome.replies or (outcome.cell or {}).get("defined") is not True:
+                    continue
+                start = time.monotonic()
+                request = {"op": "case", "q": q.id, "args": _wire.encode_input(tuple(case.args)),
+                           "forbid_autograd": None if q.autograd else f"{q.id} asks for this without autograd"}  # fmt: skip
+                try:
+                    outcome.replies[k] = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
+                except _wire.Malformed as err:
+                    outcome.replies[k] = f"malformed result ({err})"
+                outcome.used += time.monotonic() - start
+            session.close()
+            return outcomes, None
+        except Stopped as stop:
+            if session is None:
+                return outcomes, f"the sandbox did not start: {stop}"
+            session = None
+            why = "the notebook's total time limit was reached" if time.monotonic() >= deadline else str(stop)
+            outcomes[current.id].stopped = why
+            if time.monotonic() >= deadline:
+                for outcome in outcomes.values():
+                    outcome.stopped = outcome.stopped or why
+                return outcomes, None
+
+
+def _error_text(error: object, function: str, public: bool) -> str:
+    if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+        return "malformed result"
+    kind = error["type"] if error["type"] in _BUILTIN_ERRORS else "an exception"
+    if not public:  # the answer's own words never reach the feedback of a hidden case
+        return f"{function} raised {kind}"
+    line = f" (line {error['line']} of the answer cell)" if type(error.get("line")) is int else ""
+    return f"{function} raised {error['type']}: {str(error.get('message', ''))[:300]}{line}"
+
+
+def _got(reply: object, question: AutoQuestion, public: bool) -> tuple | str:
+    """One case's outputs from its reply, or what went wrong (for a hidden case, in fixed words only)."""
+    if isinstance(reply, str):
+        return reply
+    if "value" not in reply:
+        return (
+            "not implemented yet"
+            if reply.get("stub") is True
+            else _error_text(reply.get("error"), question.function, public)
+        )
     try:
-        value = _wire.decode_output(event.get("value"))
-    except ValueError:
-        return "the answer's output could not be read"
-    if isinstance(value, _wire.Unsupported) or (
-        isinstance(value, tuple) and any(isinstance(v, _wire.Unsupported) for v in value)
-    ):
-        return f"{question.function} returned something that is not numbers: {value}"
-    try:
+        value = _wire.decode_output(reply["value"])
+        if isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(v, str) for v in value)):
+            kind = f" ({value})" if public and isinstance(value, str) else ""
+            return f"{question.function} returned something that is not numbers{kind}"
         return as_outputs(value, question.outputs)
+    except _wire.Malformed as err:
+        return f"malformed result ({err})"
     except ReturnError as err:
-        return str(err)
+        return str(err) if public else "the answer returned the wrong kind of value"
 
 
-def _judge_question(
-    question: AutoQuestion, events: list[dict], stopped: str | None, hidden_seed: int
-) -> tuple[str, str, int, int]:
-    """``(status, feedback, passed, total)`` of one question from its events."""
-    cases = _cases(question.id, hidden_seed)
-    cell_error = next((e.get("error") for e in events if e.get("e") == "cell-error"), None)
-    prefix = f"Your answer cell raised {cell_error}.\n" if cell_error else ""
-    if stopped:
-        return "stopped", f"{prefix}The sandbox stopped this question: {stopped}.", 0, len(cases)
-    if any(e.get("e") == "missing" for e in events):
+def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, str, int, int]:
+    """``(status, feedback, passed, total)`` of one question."""
+    cases = _cases(question.id, seed)
+    cell = outcome.cell or {}
+    error = cell.get("error")
+    prefix = f"{_error_text(error, 'Your answer cell', True)}.\n" if error else ""
+    if outcome.stopped and not outcome.replies:
+        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", 0, len(cases)
+    if cell.get("defined") is not True:
         return "error", f"{prefix}The answer cell does not define a function {question.function}.", 0, len(cases)
-    outputs = {e.get("k"): e for e in events if e.get("e") in ("out", "raise")}
-    passed, first_failure = 0, None
+    passed, failure = 0, None
     for k, (case, expected, public) in enumerate(cases):
-        got = _got(outputs[k], question) if k in outputs else "no result came back for this case"
-        if got == _NOT_IMPLEMENTED:
-            return "not implemented", f"{question.function} is {_NOT_IMPLEMENTED}.", 0, len(cases)
+        got = _got(outcome.replies[k], question, public) if k in outcome.replies else "no result came back"
+        if got == "not implemented yet":
+            return (
+                "not implemented",
+                f"{question.function} is not implemented yet (it raises NotImplementedError).",
+                0,
+                len(cases),
+            )
         verdict = judge(question, case, got, expected)
         passed += verdict.passed
-        if not verdict.passed and first_failure is None:
-            where = "public" if public else "hidden"
-            first_failure = verdict.message if public else f"hidden case ({case.description}): {verdict.summary}"
-            first_failure = f"Failed a {where} case.\n{first_failure}"
-    if first_failure is None:
+        if not verdict.passed and failure is None:
+            failure = (
+                f"Failed a public case.\n{verdict.message}"
+                if public
+                else (f"Failed a hidden case ({case.description}): {verdict.summary}")
+            )
+    if outcome.stopped:
+        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", passed, len(cases)
+    if failure is None:
         return "passed", f"{prefix}Passed all {len(cases)} test cases.", passed, len(cases)
-    return "failed", f"{prefix}{first_failure}\nPassed {passed} of {len(cases)} test cases.", passed, len(cases)
+    return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases.", passed, len(cases)
 
 
-def _result(question: AutoQuestion, located: Located, result: SandboxResult | None, hidden_seed: int) -> QuestionResult:
-    def make(status: str, feedback: str, passed: int = 0, total: int = 0, score: int = 0) -> QuestionResult:
-        return QuestionResult(question.id, question.title, question.points, score, status, feedback, passed, total)
-
-    if len(located.answer_code) > _MAX_CELL:
-        return make("error", f"The answer cell has {len(located.answer_code)} characters, more than {_MAX_CELL}.")
-    if located.answer_index is None:
-        return make(
-            "no answer", f"No answer cell (a code cell tagged answer-{question.id}, defining {question.function})."
-        )
-    events = [e for e in result.events if e.get("q") == question.id] if result else []
-    status, feedback, passed, total = _judge_question(question, events, result.stopped.get(question.id), hidden_seed)
-    if located.note:
-        feedback = f"Note: {located.note}.\n{feedback}"
-    if located.check_problem:  # e.g. "its check cell was altered (it must be ...)" gives "check cell was altered"
-        status = located.check_problem.split(" (")[0].removeprefix("its ")
-        why = f"This question scores 0: {located.check_problem}. Restore it from the student version."
-        return make(status, f"{why}\n{feedback}", passed, total)
-    return make(status, feedback, passed, total, question.points if status == "passed" else 0)
-
-
-def grade_notebook(
-    path: str | Path,
-    *,
-    student: str | None = None,
-    hidden_seed: int = 0,
-    limits: Limits = DEFAULT_LIMITS,
-    isolation: str = "auto",
-    slot: int = 0,
-    hide: Sequence[str] = (),
-) -> GradeReport:
-    """Grade a submitted notebook (``.ipynb`` or MyST ``.md``) against the bank.
-
-    Parameters
-    ----------
-    path
-        The submission.
-    student
-        Name in the report (default: the file's stem).
-    hidden_seed
-        The teacher's seed for the hidden cases (keep it private for summative work).
-    limits, isolation, slot, hide
-        The sandbox's settings (:func:`xorlib.coursework.sandbox.run_jobs`).
-
-    Never raises for a bad submission: an unreadable notebook is reported with
-    ``error`` set and no points.
-    """
-    path = check_path("path", path)
-    if student is not None and not isinstance(student, str):
-        raise TypeError(f"student must be a name (a str) or None, got {type(student).__name__}")
-    hidden_seed = check_seed("hidden_seed", hidden_seed)
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a Limits (xorlib.coursework.sandbox.Limits), got {type(limits).__name__}")
-    isolation, slot = check_choice("isolation", isolation, ISOLATIONS), check_int("slot", slot, minimum=0, maximum=63)
-    hide = tuple(str(check_path(f"hide[{k}]", h)) for k, h in enumerate(check_sequence("hide", hide, nonempty=False)))
+def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
+    """Grade one submission with resolved settings (never raises for a bad submission)."""
     start = time.monotonic()
-    student = student or path.stem
+    tier = grading.tier.describe()
     try:
         notebook = read_notebook(path)
     except NotebookError as err:
-        return GradeReport(str(path), student, None, (), error=str(err))
+        return GradeReport(str(path), student, None, (), tier, error=str(err))
     chapter = notebook_chapter(notebook, path)
     questions = chapter_questions(chapter, AutoQuestion)
     if not questions:
-        return GradeReport(str(path), student, chapter, (), error=f"no auto-graded questions for chapter {chapter!r}")
+        return GradeReport(str(path), student, chapter, (), tier, error=f"no auto-graded questions for {chapter!r}")
     located = locate(notebook, questions)
-    jobs = [
-        _job(q, located[q.id].answer_code, hidden_seed)
-        for q in questions
-        if located[q.id].answer_index is not None and len(located[q.id].answer_code) <= _MAX_CELL
-    ]
-    result = None
-    if jobs:
-        result = run_jobs(jobs, SETUP, limits=limits, isolation=isolation, slot=slot, hide=(*hide, str(path.parent)))
-    results = tuple(_result(q, located[q.id], result, hidden_seed) for q in questions)
-    fatal = result.fatal if result else None
-    if fatal:
-        results = tuple(QuestionResult(q.id, q.title, q.points, 0, "not graded", fatal) for q in questions)
-    sandbox = (
-        "nothing to run"
-        if result is None
-        else f"{result.tier}, " + (f"uid {result.uid}" if result.uid is not None else "same user")
-    )
-    return GradeReport(
-        str(path), student, chapter, results, sandbox=sandbox, seconds=time.monotonic() - start, error=fatal
-    )
+    plan = sorted(((q, located[q.id].answer_code) for q in questions if located[q.id].answer_index is not None
+                   and len(located[q.id].answer_code) <= _MAX_CELL), key=lambda qa: located[qa[0].id].answer_index)  # fmt: skip
+    outcomes, fatal = _run(plan, grading, start + grading.limits.total_s) if plan else ({}, None)
+    results = []
+    for q in questions:
+        spot, points = located[q.id], grading.points_of(q)
+        if fatal:
+            results.append(QuestionResult(q.id, q.title, points, 0, "not graded", fatal))
+            continue
+        if spot.answer_index is None or len(spot.answer_code) > _MAX_CELL:
+            why = f"No answer cell (a code cell tagged answer-{q.id}, defining {q.function})."
+            results.append(QuestionResult(q.id, q.title, points, 0, "no answer", why if spot.answer_index is None
+                                          else f"The answer cell has more than {_MAX_CELL} characters."))  # fmt: skip
+            continue
+        status, feedback, passed, total = _judge(q, outcomes[q.id], grading.seed)
+        feedback = f"Note: {spot.note}.\n{feedback}" if spot.note else feedback
+        if not q.autograd and (used := autograd_used(spot.answer_code)):
+            status = "uses autograd"
+            feedback = f"This question scores 0: its prompt asks for it without autograd, and the answer uses {used}.\n{feedback}"
+        if spot.check_problem:  # "its check cell was altered (it must be ...)" gives "check cell was altered"
+            status = spot.check_problem.split(" (")[0].removeprefix("its ")
+            feedback = f"This question scores 0: {spot.check_problem}. Restore it from the student version.\n{feedback}"
+        results.append(QuestionResult(q.id, q.title, points, points if status == "passed" else 0, status, feedback,
+                                      passed, total))  # fmt: skip
+    return GradeReport(str(path), student, chapter, tuple(results), tier, time.monotonic() - start, fatal)

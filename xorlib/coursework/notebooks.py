@@ -13,6 +13,9 @@ question scores 0 and the report says why.
 from __future__ import annotations
 
 import ast
+import errno
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,7 @@ __all__ = []  # the rest is internal to xorlib.coursework
 
 #: Metadata key of the student versions: which chapter, and which questions, a notebook holds.
 METADATA_KEY = "xorlib_coursework"
+_MAX_BYTES = 32 * 2**20
 
 
 class NotebookError(ValueError):
@@ -32,30 +36,41 @@ class NotebookError(ValueError):
 
 
 def read_notebook(path: str | Path) -> nbformat.NotebookNode:
-    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file (validated).
+    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file (validated; at most 32 MB).
 
     Raises
     ------
     NotebookError
-        If the file is missing, unreadable or not a valid notebook.
+        If the file is missing, a symbolic link (it could point at another student's work, or outside the
+        folder), too large, or not a valid notebook.
     """
     path = Path(path)
-    if not path.is_file():
-        raise NotebookError(f"no such notebook: {path}")
+    if path.suffix not in (".ipynb", ".md"):
+        raise NotebookError(f"{path.name}: expected a .ipynb or a MyST .md notebook, got {path.suffix!r}")
     try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never through a link, never a FIFO's wait
+    except OSError as err:
+        link = err.errno == errno.ELOOP or path.is_symlink()
+        raise NotebookError(
+            f"{path.name} is a symbolic link: refused" if link else f"no such notebook: {path}"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotebookError(f"{path.name} is not a regular file: refused")
+        data = handle.read(_MAX_BYTES + 1)
+    if len(data) > _MAX_BYTES:
+        raise NotebookError(f"{path.name} is larger than {_MAX_BYTES // 2**20} MB: refused")
+    try:
+        text = data.decode("utf-8")
         if path.suffix == ".ipynb":
-            notebook = nbformat.read(path, as_version=4)
-        elif path.suffix == ".md":
+            notebook = nbformat.reads(text, as_version=4)
+        else:
             import jupytext
 
-            notebook = jupytext.read(path)
-        else:
-            raise NotebookError(f"{path}: expected a .ipynb or a MyST .md notebook, got {path.suffix!r}")
+            notebook = jupytext.reads(text, fmt="md:myst")
         nbformat.validate(notebook)
-    except NotebookError:
-        raise
     except Exception as err:  # nbformat, jupytext and json raise many kinds of error for a broken file
-        raise NotebookError(f"{path.name}: not a valid notebook ({type(err).__name__}: {err})") from err
+        raise NotebookError(f"{path.name}: not a valid notebook ({type(err).__name__}: {str(err)[:200]})") from None
     return notebook
 
 
@@ -102,7 +117,7 @@ class Located:
 
 
 def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...]) -> dict[str, Located]:
-    """Find each question's answer cell and check its check cell (missing, altered or moved)."""
+    """Find each question's answer cell by its tag (or the function it defines) and judge its check cell."""
     code = [(k, c) for k, c in enumerate(notebook.cells) if c.get("cell_type") == "code"]
     answers: dict[str, tuple[int | None, str, str]] = {}
     for q in questions:
@@ -118,12 +133,12 @@ def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...])
         else:
             answers[q.id] = (None, "", "")
     located = {}
-    for position, q in enumerate(questions):
+    for q in questions:  # wherever the blocks moved: the check follows its answer, before the next answer cell
         index, source, note = answers[q.id]
-        following = [answers[n.id][0] for n in questions[position + 1 :] if answers[n.id][0] is not None]
-        upper = min(following, default=len(notebook.cells))
-        problem = _check_problem(code, q, index, upper)
-        located[q.id] = Located(index, source, problem, note)
+        others = [a[0] for qid, a in answers.items() if qid != q.id and a[0] is not None and a[0] > (index or 0)]
+        located[q.id] = Located(
+            index, source, _check_problem(code, q, index, min(others, default=len(notebook.cells))), note
+        )
     return located
 
 

@@ -95,6 +95,10 @@ class AutoQuestion:
         (arrays of the outputs), tried when no known mistake matches.
     nan_hint
         What to say when the answer has NaN or infinite entries.
+    autograd
+        ``False`` where the prompt asks for the computation without autograd: the
+        answer's cases then run with autograd disabled, and an answer cell that
+        names it scores 0.
     """
 
     id: str
@@ -114,6 +118,7 @@ class AutoQuestion:
     forbidden: tuple[str, ...] = ()
     diagnose: Callable[..., str | None] | None = None
     nan_hint: str = "an exponential overflowed or something was divided by zero."
+    autograd: bool = True
     kind: str = field(default="auto", init=False)
 
     @property
@@ -222,3 +227,5 @@ def check_question(question: Question, chapter: str) -> None:
         raise ValueError(f"question {question.id} must be worth a positive number of points")
     if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
         raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
+    if isinstance(question, AutoQuestion) and ("without autograd" in question.prompt) == question.autograd:
+        raise ValueError(f"question {question.id}: autograd=False exactly where the prompt says 'without autograd'")

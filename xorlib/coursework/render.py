@@ -5,16 +5,13 @@ the markers of a chapter file: per auto-graded question, an ``{exercise}``
 directive, the answer cell (the teacher's solution, folded, tagged
 ``answer-<id>``) and the check cell (tagged ``check-<id>``); per written
 question, an ``{exercise}``, its rubric and its model answer, both folded.
-The student's version (:func:`student_cells`) holds the same questions as
-notebook cells, in plain Markdown (it reads the same in Jupyter without MyST),
-with ``raise NotImplementedError`` for the solutions and no rubrics.
+The student's version (:func:`student_region`) holds the same questions with
+``raise NotImplementedError`` for the solutions and no rubrics or model answers.
 """
 
 from __future__ import annotations
 
 import re
-
-import nbformat
 
 from ._html import Table, table
 from .bank import CHAPTERS, SETUP, chapter_questions
@@ -106,49 +103,36 @@ def teacher_region(chapter: str, source_name: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def _md(source: str, cell_tags: list[str] | None = None) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_markdown_cell(source)
-    if cell_tags:
-        cell.metadata["tags"] = cell_tags
-    return cell
-
-
-def _code(source: str, cell_tags: list[str]) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["tags"] = cell_tags
-    return cell
-
-
-def student_cells(chapter: str) -> list[nbformat.NotebookNode]:
-    """The student's exercise cells for ``chapter``: stubs, check cells, prompts; no solutions, no rubrics."""
+def student_region(chapter: str, *, book: bool = False) -> str:
+    """The student's exercise section for ``chapter`` as MyST text: stubs, check cells, prompts; no solutions, no
+    rubrics. ``book=True`` keeps the ``{exercise}`` directives and labels of the book (its student edition);
+    otherwise headings in plain Markdown, which read the same in any Jupyter."""
     questions = chapter_questions(chapter)
     if not questions:
-        return []
-    cells = [
-        _md(
-            f"## Exercises\n\n{_summary(questions)}.\n\n"
-            "* Write each function in its **answer cell**, replacing `raise NotImplementedError`; keep "
-            "everything the function needs (helpers, imports) inside that cell.\n"
-            "* Run the **check cell** below it for feedback: it runs the public test cases and explains "
-            "what is wrong.\n"
-            "* Do not edit, move or delete the check cells. Only the answer cells are graded: they run in a "
-            "fresh process, with hidden test cases too, and without the book's reference functions.\n"
-            "* Answer the written questions in the Markdown cell under each of them."
-        ),
-        _code(setup_source(), [SETUP_TAG]),
+        return ""
+    parts = [
+        (f"({chapter}-exercises)=\n" if book else "") + f"## Exercises\n\n{_summary(questions)}.\n\n"
+        "* Write each function in its **answer cell**, replacing `raise NotImplementedError`; keep everything the "
+        "function needs (helpers, imports) inside that cell.\n"
+        "* Run the **check cell** below it for feedback: it runs the public test cases and explains what is wrong.\n"
+        "* Do not edit, move or delete the check cells. Only the answer cells are graded: they run in a fresh "
+        "process, with hidden test cases too, and without the book's reference functions.\n"
+        "* Answer the written questions in the Markdown cell under each of them.",
+        _code_cell(setup_source(), [SETUP_TAG]),
     ]
     for q in questions:
+        head = f"**{_points(q.points)}{'' if isinstance(q, AutoQuestion) else ', written'}** · `{q.id}`\n\n{q.prompt}"
+        parts.append(
+            f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{head}\n::::" if book else f"### {q.title}\n\n{head}"
+        )
         if isinstance(q, AutoQuestion):
-            cells.append(
-                _md(f"### {q.title}\n\n**{_points(q.points)}** · `{q.id}`\n\n{q.prompt}", [f"question-{q.id}"])
-            )
-            cells.append(_code(q.student_source(), [f"answer-{q.id}"]))
-            cells.append(_code(q.check_source(), [f"check-{q.id}"]))
+            parts += [
+                _code_cell(q.student_source(), [f"answer-{q.id}"]),
+                _code_cell(q.check_source(), [f"check-{q.id}"]),
+            ]
         else:
-            text = f"### {q.title}\n\n**{_points(q.points)}, written** · `{q.id}`\n\n{q.prompt}"
-            cells.append(_md(text, [f"question-{q.id}"]))
-            cells.append(_md("*Your answer here.*", [f"written-{q.id}"]))
-    return cells
+            parts.append(f'+++ {{"tags": ["written-{q.id}"]}}\n\n*Your answer here.*\n\n+++')  # its own cell
+    return "\n\n".join(parts)
 
 
 def question_table() -> Table:

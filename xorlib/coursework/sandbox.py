@@ -1,286 +1,432 @@
-"""Run a submission's answer cells in a sandbox and collect what they return.
+"""Where answers run: a bubblewrap sandbox, or the container itself, and the grader's side of the conversation.
 
-The grader never runs student code in its own process, and never uses a
-Jupyter kernel. For each submission it writes a private folder holding the
-grading build of xorlib (:mod:`~xorlib.coursework._build`) and a manifest
-(the teacher's setup, the answer cells, the encoded test arguments), and asks
-the fork server of ``_launcher.py`` for a sandbox (see its docstring for the two
-tiers: namespaces with a fresh uid, or a process group). The sandbox runs
-``_runner.py``; events come back as JSON lines on a pipe, and nothing else
-crosses. The grader enforces the wall-clock limits from outside
-(:mod:`~xorlib.coursework._supervise`): the setup, each answer cell (its code
-and all its cases) and the whole submission. A cell that hangs or kills its process is recorded
-against its question, and a fresh process runs the remaining ones; at the end
-the whole sandbox is killed (the namespace's init, the process group, and every
-process of the sandbox's uid).
+The grader never runs student code in its own process. Each submission gets a fresh runner process
+(:mod:`~xorlib.coursework._runner`) in the best tier this machine offers, and every report names it:
+
+``bwrap``
+    `bubblewrap <https://github.com/containers/bubblewrap>`_ (Flatpak's sandbox): new PID, network, IPC, UTS and
+    mount namespaces (``--unshare-*``, ``--die-with-parent``, ``--new-session``); the root is an empty tmpfs
+    holding read-only binds of ``/usr``, the interpreter, its ``site-packages`` (with any installed ``xorlib``
+    covered) and the grading build, a fresh ``/proc`` and ``/dev``, and a size-limited ``/tmp``. Run as root,
+    bubblewrap keeps only ``CAP_SETUID``/``CAP_SETGID``, with which the runner drops to a fresh uid before
+    anything else; otherwise bubblewrap runs in a user namespace as the grader's own user.
+``container``
+    Where bubblewrap cannot run (a container without user namespaces: a default Docker container, Gradescope),
+    the container is the sandbox: the runner is started as a fresh unprivileged uid, in its own session and
+    process group, with the same limits. The grader refuses this tier unless that uid can read none of the
+    teacher's files (the package with the solutions, the submissions, the outputs) and the hidden seed is on no
+    command line (``/proc/*/cmdline`` is world-readable).
+``unsandboxed``
+    The grader's own user in a separate process: only for code the caller trusts (``trusted=True``).
+
+The grader trusts only what it observes: the process it started (its pid, its exit status), its own clock, the
+tier it chose, and replies checked against a schema. It signals only the process group it created (before
+reaping its leader, so the group id cannot have been reused); in the container tier, processes that left the
+group are ended by ``kill(-1)`` sent *as the sandbox's uid*, which can reach nothing else.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import math
 import os
+import secrets
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ._build import write_build
-from ._supervise import DEFAULT_LIMITS, Attempt, Limits, environment, fork_server, run_attempt, site_dirs
+__all__ = []  # internal to xorlib.coursework
 
-__all__ = ["Limits"]  # the rest is internal to xorlib.coursework
-
+#: The sandbox choices of the command line and of :func:`~xorlib.coursework.grade_all`.
+SANDBOXES = ("auto", "bwrap", "container", "unsandboxed")
 _HERE = Path(__file__).resolve().parent
-_PACKAGE_ROOT = _HERE.parents[1]
-#: Paths hidden from the sandbox (besides the repository, the working folder and the submissions).
-HIDDEN = ("/root", "/home", "/work", "/tmp", "/var/tmp", "/mnt", "/srv", "/media", "/opt", "/run", "/dev/shm")
-_SYSTEM = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/proc", "/sys", "/dev", "/var")
-_UID_BASE = 1_900_000_000
-#: ``"auto"``: namespaces where available, else a process group; ``"namespaces"``: refuse to run without them.
-ISOLATIONS = ("auto", "namespaces", "process")
+_UID_BASE = 2_000_000_000
+
+
+class SandboxUnavailable(RuntimeError):
+    """No tier can hold the answers here; the message says what to install or change."""
+
+
+class Stopped(Exception):
+    """The runner did not answer a request: it ran out of time, died, or broke the framing (``reason``)."""
 
 
 @dataclass(frozen=True)
-class Job:
-    """One question's part of a submission: its answer cell and the encoded arguments of its cases."""
+class Limits:
+    """Limits of one submission: seconds (grader's clock), megabytes, a process count.
 
-    id: str
-    function: str
-    code: str
-    cases: tuple[object, ...]
+    ``cell_s`` bounds one question (its answer cell and every call on its cases), ``setup_s`` the start
+    (interpreter, torch, the teacher's setup), ``total_s`` the whole notebook, restarts included. ``memory_mb``,
+    ``cpu_s``, ``file_mb`` and ``processes`` are the runner's ``RLIMIT_AS``, ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and
+    ``RLIMIT_NPROC``; ``disk_mb`` sizes its ``/tmp`` (bubblewrap); ``reply_mb`` bounds one reply.
+    """
+
+    cell_s: float = 30.0
+    setup_s: float = 120.0
+    total_s: float = 600.0
+    memory_mb: int = 4096
+    cpu_s: int = 300
+    file_mb: int = 32
+    disk_mb: int = 64
+    processes: int = 64
+    reply_mb: int = 16
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value, integer = getattr(self, f.name), f.type == "int"
+            kind = (int,) if integer else (int, float)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise TypeError(f"{f.name} must be {'an int' if integer else 'a number'}, got {type(value).__name__}")
+            if not (math.isfinite(value) and 0 < value <= 10**6):
+                raise ValueError(f"{f.name} must be > 0 and <= 1e6, got {value!r}")
+
+    def rlimits(self, extra_processes: int = 0) -> dict[str, int]:
+        mb = 2**20
+        return {"AS": self.memory_mb * mb, "CPU": self.cpu_s, "FSIZE": self.file_mb * mb,
+                "NPROC": self.processes + extra_processes, "NOFILE": 256, "CORE": 0}  # fmt: skip
 
 
 @dataclass(frozen=True)
-class SandboxResult:
-    """What came back from a submission's sandbox.
+class Tier:
+    """How answers are isolated: ``name`` (one of :data:`SANDBOXES` but ``auto``), and whether each runner gets a
+    fresh uid (root) or keeps the grader's (inside a user namespace, or unsandboxed)."""
 
-    ``events`` are the runner's JSON events in order, over all attempts;
-    ``stopped`` maps a question to why the sandbox stopped it (it hung or its
-    process died); ``fatal`` is set when the grading environment itself
-    failed (not the student's doing); ``tier`` and ``uid`` say how the answers
-    were isolated.
-    """
+    name: str
+    fresh_uid: bool
 
-    events: tuple[dict, ...]
-    stopped: dict[str, str] = field(default_factory=dict)
-    tier: str = "unknown"
-    uid: int | None = None
-    attempts: int = 0
-    fatal: str | None = None
-    seconds: float = 0.0
-
-
-def _outermost(paths: Sequence[str]) -> list[str]:
-    """The paths not inside another one of them."""
-    unique = sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)}, key=len)
-    kept: list[str] = []
-    for p in unique:
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
-            kept.append(p)
-    return kept
+    def describe(self) -> str:
+        """What every report says about the isolation."""
+        if self.name == "bwrap":
+            return "bubblewrap: namespaces, " + (
+                "a fresh uid" if self.fresh_uid else "a user namespace of the grader's user"
+            )
+        if self.name == "container":
+            return "container: a fresh uid, no namespaces"
+        return "unsandboxed: the grader's own user (trusted code only)"
 
 
-def _view(control: Path, extra_hidden: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(keep, hide)``: what the sandbox sees (read only) and what it must not."""
-    interpreter = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    interpreter.append(str(Path(os.path.realpath(sys.executable)).parents[1]))
-    keep = _outermost([*interpreter, *site_dirs(), str(control)])
-    hide = {os.path.realpath(h) for h in (*HIDDEN, str(_PACKAGE_ROOT), os.getcwd(), *map(str, extra_hidden))}
-    hide = {h for h in hide - set(_SYSTEM) if not any(h.startswith(s + "/") for s in ("/proc", "/sys", "/dev/pts"))}
-    hide = {h for h in hide if not any(h == k or h.startswith(k + "/") for k in keep)}  # never inside what it needs
-    # ... except a copy of xorlib installed among the packages, which is hidden inside them.
-    hide |= {os.path.realpath(Path(s) / "xorlib") for s in site_dirs() if (Path(s) / "xorlib").is_dir()}
-    return keep, sorted(hide)
+def site_dirs() -> list[str]:
+    """The interpreter's package folders (``site-packages``/``dist-packages``, including ones added by ``.pth``)."""
+    found = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    return sorted({os.path.realpath(p) for p in found})
 
 
-def _write_control(control: Path, jobs: Sequence[Job], setup: str, gid: int | None) -> None:
-    """The sandbox's read-only folder: the grading build and the manifest; readable by the sandbox's group only."""
-    write_build(control / "build")
-    manifest = {
-        "setup": setup,
-        "site": site_dirs(),
-        "build": str(control / "build"),
-        "questions": [{"id": j.id, "function": j.function, "code": j.code, "cases": list(j.cases)} for j in jobs],
-    }
-    (control / "manifest.json").write_text(json.dumps(manifest))
-    (control / "work").mkdir()
-    if gid is not None:
-        for path in [control, *control.rglob("*")]:
-            os.chown(path, 0, gid)
-            os.chmod(path, 0o750 if path.is_dir() else 0o640)
+def covered(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _id_is_mapped(value: int, map_file: str) -> bool:
-    """Whether ``value`` lies in one of the ranges of ``map_file`` (``/proc/self/uid_map`` or ``gid_map``).
+def _bwrap_argv(uid: int | None, build: str, limits: Limits) -> list[str]:
+    """The bubblewrap command line: namespaces, read-only binds of what the runner needs, nothing else."""
+    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]  # fmt: skip
+    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid is not None else ["--unshare-user"]
+    bound = ["/usr"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+            bound.append(top)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.disk_mb * 2**20)]
+    argv += ["--tmpfs", "/tmp"]
+    made: set[str] = set()
+    for path in sorted({os.path.realpath(sys.base_prefix), *site_dirs()}):
+        if covered(path, bound):
+            continue
+        for parent in reversed(Path(path).parents[:-1]):  # bubblewrap would make missing parents mode 0700
+            if str(parent) not in made and not covered(str(parent), bound):
+                argv += ["--perms", "0755", "--dir", str(parent)]
+                made.add(str(parent))
+        argv += ["--ro-bind", path, path]
+        bound.append(path)
+    for site in site_dirs():  # an installed xorlib holds the bank: covered by an empty folder
+        if (Path(site) / "xorlib").is_dir():
+            argv += ["--tmpfs", str(Path(site) / "xorlib")]
+    argv += ["--ro-bind", build, "/grader", "--chdir", "/tmp", "--clearenv"]
+    for key, value in _environment("/tmp").items():
+        argv += ["--setenv", key, value]
+    return [*argv, os.path.realpath(sys.executable), "-I", "-S", "/grader/_runner.py"]
 
-    Each line reads ``inside outside count``; an id outside every range cannot be
-    used here (``chown``/``setuid`` fail with EINVAL), as in a rootless container,
-    where root of a user namespace maps only itself.
-    """
+
+def _environment(home: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # fmt: skip
+
+
+_uid_lock, _uid_counter = threading.Lock(), itertools.count()
+
+
+def _fresh_uid() -> int:
+    """A uid no process has, from a range of this grader's own (its pid picks the range)."""
+    with _uid_lock:
+        busy = set()
+        for entry in os.listdir("/proc"):
+            try:
+                busy.add(os.stat(f"/proc/{entry}").st_uid) if entry.isdigit() else None
+            except OSError:
+                continue
+        while True:
+            uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
+            if uid not in busy:
+                return uid
+
+
+def _own_processes() -> int:
+    uid = os.getuid()
+    return sum(1 for e in os.listdir("/proc") if e.isdigit() and _owner(e) == uid)
+
+
+def _owner(pid: str) -> int | None:
     try:
-        lines = Path(map_file).read_text().splitlines()
+        return os.stat(f"/proc/{pid}").st_uid
     except OSError:
-        return False
-    for line in lines:
-        fields = line.split()
-        if len(fields) == 3 and int(fields[0]) <= value < int(fields[0]) + int(fields[2]):
-            return True
-    return False
+        return None
 
 
-def _sandbox_ids(slot: int) -> tuple[int, int] | tuple[None, None]:
-    """The fresh uid (= gid) for sandbox ``slot``, or ``(None, None)`` where none can be used."""
-    if os.geteuid() != 0:
-        return None, None
-    uid = _UID_BASE + (os.getpid() % 100_000) * 64 + slot % 64
-    if not (_id_is_mapped(uid, "/proc/self/uid_map") and _id_is_mapped(uid, "/proc/self/gid_map")):
-        return None, None  # root of a user namespace without that id: run as we are (the tier is reported)
-    return uid, uid
+class Session:
+    """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply.
 
-
-def run_jobs(
-    jobs: Sequence[Job],
-    setup: str,
-    *,
-    limits: Limits = DEFAULT_LIMITS,
-    isolation: str = "auto",
-    slot: int = 0,
-    hide: Sequence[str] = (),
-) -> SandboxResult:
-    """Run answer cells in a sandbox, restarting past any cell that hangs or kills its process.
-
-    Parameters
-    ----------
-    jobs
-        The questions, in the order their cells run (they share one namespace).
-    setup
-        The teacher's setup code, run first.
-    limits
-        Resource limits.
-    isolation
-        ``"auto"`` (namespaces where possible), ``"namespaces"`` (refuse
-        otherwise) or ``"process"`` (a process group only, for comparison).
-    slot
-        Which of the concurrent sandboxes this is (each gets its own uid).
-    hide
-        Extra paths to hide (the submissions' folder, the output folder).
+    Raises :class:`Stopped` (from the constructor too) when the runner does not answer in time, dies, sends more
+    than ``limits.reply_mb``, or breaks the line framing; the session is then closed.
     """
-    if isolation not in ISOLATIONS:
-        raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
-    start = time.monotonic()
-    uid, gid = _sandbox_ids(slot)
-    control = Path(tempfile.mkdtemp(prefix="xorlib-grade-"))
-    skip: set[str] = set()
-    evaluated: set[str] = set()
-    events: list[dict] = []
-    stopped: dict[str, str] = {}
-    result_tier, result_uid, fatal, attempts = "unknown", None, None, 0
+
+    def __init__(self, tier: Tier, limits: Limits, build: str, setup: str, readable: tuple[str, ...] = ()) -> None:
+        self.tier, self.limits = tier, limits
+        self.uid = _fresh_uid() if tier.fresh_uid else None
+        self.workdir, self.stderr, self.buffer = None, b"", b""
+        options: dict = {}
+        path = ["/grader", *site_dirs()]
+        if tier.name == "bwrap":
+            argv = _bwrap_argv(self.uid, build, limits)
+            drop = self.uid
+        else:
+            self.workdir = tempfile.mkdtemp(prefix="xorlib-answers-")
+            if self.uid is not None:
+                os.chown(self.workdir, self.uid, self.uid)
+                options = {"user": self.uid, "group": self.uid, "extra_groups": []}
+            argv, drop, path = (
+                [os.path.realpath(sys.executable), "-I", "-S", f"{build}/_runner.py"],
+                None,
+                [build, *path[1:]],
+            )
+            options.update(cwd=self.workdir, env=_environment(self.workdir))
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         start_new_session=True, close_fds=True, **options)  # fmt: skip
+        except OSError:  # e.g. that uid cannot enter the interpreter's folder
+            if self.workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        extra = _own_processes() if self.uid is None else 0  # the grader's own user: NPROC counts its processes too
+        start = {"op": "start", "uid": drop, "limits": limits.rlimits(extra), "path": path, "setup": setup,
+                 "readable": list(readable)}  # fmt: skip
+        try:
+            self.started = self.ask(start, limits.setup_s)
+        except Stopped as stop:
+            detail = self.stderr.decode(errors="replace").strip()[-400:]  # written before any answer ran
+            raise Stopped(f"{stop}" + (f": {detail}" if detail else "")) from None
+
+    def ask(self, request: dict, timeout: float) -> dict:
+        """Send one request; return its reply (a dict), or raise :class:`Stopped` (the session is then closed).
+
+        Each request carries a fresh random id, which its reply must echo: lines with another id (a stale reply,
+        or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
+        raises :class:`~xorlib.coursework._wire.Malformed` (the session stays usable).
+        """
+        from ._wire import Malformed
+
+        deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
+        try:
+            self._write((json.dumps({**request, "id": token}) + "\n").encode(), deadline)
+            consumed = 0
+            while True:
+                line = self._read_line(deadline)
+                consumed += len(line) + 1
+                if consumed > self.limits.reply_mb * 2**20:
+                    raise Stopped(f"it sent more than {self.limits.reply_mb} MB back")
+                try:
+                    reply = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise Malformed("a reply that is not JSON") from None
+                if not isinstance(reply, dict):
+                    raise Malformed("a reply that is not a JSON object")
+                if reply.get("id") == token:
+                    return reply
+        except Stopped:
+            self.close()
+            raise
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        while data:
+            if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+                raise Stopped(self._timeout())
+            try:
+                data = data[os.write(fd, data) :]
+            except (BrokenPipeError, BlockingIOError) as err:
+                if isinstance(err, BrokenPipeError):
+                    raise Stopped(self._ended()) from None
+
+    def _read_line(self, deadline: float) -> bytes:
+        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            ready = select.select([out, err], [], [], max(0.0, remaining))[0] if remaining > 0 else []
+            if not ready:
+                raise Stopped(self._timeout())
+            if err in ready:
+                chunk = os.read(err, 1 << 16)
+                self.stderr = (self.stderr + chunk)[-4096:]
+            if out in ready:
+                chunk = os.read(out, 1 << 16)
+                if not chunk:
+                    raise Stopped(self._ended())
+                self.buffer += chunk
+                if len(self.buffer) > self.limits.reply_mb * 2**20:
+                    raise Stopped(f"it sent more than {self.limits.reply_mb} MB back")
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def _timeout(self) -> str:
+        return "it ran past its time limit"
+
+    def _ended(self) -> str:
+        """The runner's end, as the grader observes it (its exit status, without reaping it)."""
+        for _ in range(50):
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is not None:
+                code = info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status
+                return (
+                    f"its process ended ({f'killed by signal {code - 128}' if code > 128 else f'exit status {code}'})"
+                )
+            time.sleep(0.02)
+        return "its process closed its channel"
+
+    def close(self) -> None:
+        """End the runner: its process group (the leader is not reaped yet), then, in the container tier, every
+        process of its uid, from a process of that uid; then reap and clean up."""
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+            os.set_blocking(self.proc.stderr.fileno(), False)  # what is left of its messages, never waiting for more
+            try:
+                self.stderr = (self.stderr + (os.read(self.proc.stderr.fileno(), 4096) or b""))[-4096:]
+            except BlockingIOError:
+                pass
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                stream.close()
+            if self.tier.name == "container" and self.uid is not None:
+                kill_all = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass"
+                subprocess.run([os.path.realpath(sys.executable), "-I", "-S", "-c", kill_all], user=self.uid,
+                               group=self.uid, extra_groups=[], cwd="/", env={}, check=False, timeout=30)  # fmt: skip
+                for shared in ("/tmp", "/var/tmp", "/dev/shm"):  # what it left for a later sandbox to read
+                    for entry in os.scandir(shared) if os.path.isdir(shared) else ():
+                        if entry.stat(follow_symlinks=False).st_uid == self.uid:
+                            shutil.rmtree(entry.path, True) if entry.is_dir(follow_symlinks=False) else os.unlink(
+                                entry.path
+                            )
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+
+def _probe(tier: Tier, build: str) -> str | None:
+    """``None`` if an empty runner starts and answers in this tier, else what went wrong."""
+    if tier.name == "bwrap" and not shutil.which("bwrap"):
+        return "bwrap is not installed"
     try:
-        _write_control(control, jobs, setup, gid)
-        keep, hidden = _view(control, hide)
-        total_deadline = start + limits.total_s
-        while attempts <= len(jobs):
-            attempts += 1
-            plan = json.dumps({"skip": sorted(skip), "evaluated": sorted(evaluated)})
-            config = {
-                "mode": working_isolation(isolation), "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
-                "work": str(control / "work"), "disk_bytes": limits.disk_mb * 2**20, "rlimits": limits.rlimits(),
-                "manifest": str(control / "manifest.json"), "plan": plan, "env": environment(control / "work"),
-            }  # fmt: skip
-            config_path = control / f"launch-{attempts}.json"
-            config_path.write_text(json.dumps(config))
-            server = fork_server()
-            start_sandbox = functools.partial(server.request, config_path)
-            attempt = run_attempt(start_sandbox, os.pipe(), limits, total_deadline)
-            events.extend(attempt.events)
-            result_tier, result_uid = attempt.tier, attempt.uid
-            evaluated |= {e["q"] for e in attempt.events if e.get("e") == "end" and isinstance(e.get("q"), str)}
-            if attempt.done or attempt.fatal:
-                fatal = attempt.fatal
-                break
-            if attempt.current is None:
-                if not any(e.get("e") == "ready" for e in attempt.events):
-                    fatal = f"the grading sandbox did not start: {attempt.reason}"
-                for job in jobs:  # it died between cells (a thread of an earlier answer?): the rest is not run
-                    if job.id not in evaluated and job.id not in skip:
-                        stopped[job.id] = f"not run: the process ended before this cell ({attempt.reason})"
-                break
-            stopped[attempt.current] = attempt.reason or "stopped"
-            skip.add(attempt.current)
-            if time.monotonic() >= total_deadline:
-                break
+        session = Session(tier, Limits(setup_s=30), build, "")
+    except (Stopped, OSError) as err:
+        return str(err)
+    try:
+        if not session.started.get("ok") or (session.uid is not None and session.started.get("uid") != session.uid):
+            return f"the runner did not start as uid {session.uid}"
+        return None
     finally:
-        shutil.rmtree(control, ignore_errors=True)
-    return SandboxResult(
-        events=tuple(events), stopped=stopped, tier=result_tier, uid=result_uid, attempts=attempts,
-        fatal=fatal, seconds=time.monotonic() - start,
-    )  # fmt: skip
+        session.close()
 
 
-def probe(isolation: str = "auto") -> str:
-    """The tier a sandbox gets here (``"namespaces"`` or ``"process"``), found by starting an empty one."""
-    return run_command(_EMPTY, isolation=working_isolation(isolation)).tier
-
-
-_EMPTY = (sys.executable, "-I", "-S", "-c", "pass")
+_probe_lock = threading.Lock()
 
 
 @functools.cache
-def working_isolation(isolation: str, *, user_namespace: bool = False) -> str:
-    """``"auto"`` made concrete, once per process: ``"namespaces"`` where an empty sandbox of that tier runs here.
+def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
+    """The tiers that work here ``{name: tier}``, and why the others do not (probed once per process)."""
+    candidates = [Tier("bwrap", True), Tier("bwrap", False)] if euid == 0 else [Tier("bwrap", False)]
+    if euid == 0:
+        candidates.append(Tier("container", True))
+    working, failures = {}, {}
+    for tier in candidates:
+        if tier.name in working:
+            continue
+        problem = _probe(tier, build)
+        if problem is None:
+            working[tier.name] = tier
+        else:
+            failures.setdefault(tier.name, problem)
+    if euid != 0:
+        failures["container"] = f"it needs root, to run answers as another user (this grader runs as uid {euid})"
+    return working, failures
 
-    Creating the namespaces can succeed while building the view inside them fails:
-    in a user namespace the kernel refuses a fresh ``/proc`` when the old one has
-    mounts on it (``binfmt_misc`` on most hosts, the masked paths of a container).
-    Then the sandbox cannot be built, and ``"auto"`` means the process tier.
-    ``user_namespace`` is for tests: probe as a grader that is not root would.
-    """
-    if isolation != "auto":
-        return isolation
-    attempt = run_command(_EMPTY, isolation="namespaces", user_namespace=user_namespace)
-    return "namespaces" if attempt.tier == "namespaces" and attempt.status == 0 else "process"
+
+def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
+    """The tier for ``sandbox`` (one of :data:`SANDBOXES`), or :class:`SandboxUnavailable` saying what to do."""
+    if sandbox == "unsandboxed":
+        if not trusted:
+            raise ValueError(
+                "sandbox='unsandboxed' runs answers as you, unisolated: pass trusted=True (only for code you trust)"
+            )
+        return Tier("unsandboxed", False)
+    with _probe_lock:
+        working, failures = _tiers(os.geteuid(), build)
+    for name in ("bwrap", "container") if sandbox == "auto" else (sandbox,):
+        if name in working:
+            return working[name]
+    if sandbox == "auto" and trusted:
+        return Tier("unsandboxed", False)
+    reasons = "; ".join(f"{name}: {why}" for name, why in failures.items() if sandbox in ("auto", name))
+    raise SandboxUnavailable(
+        f"no sandbox tier can hold the answers here ({reasons}). Install bubblewrap (apt-get install bubblewrap) "
+        "where user namespaces are allowed (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
+        "kernel.apparmor_restrict_unprivileged_userns=0), or grade as root inside a container (Docker, Gradescope)."
+    )
 
 
-def run_command(
-    argv: Sequence[str],
-    *,
-    isolation: str = "auto",
-    fresh_uid: bool = True,
-    user_namespace: bool = False,
-    timeout_s: float = 60,
-) -> Attempt:
-    """Run ``argv`` alone in a sandbox built as for a submission; return the :class:`Attempt` (tier, uid, status).
-
-    ``fresh_uid=False`` keeps the caller's uid, as where no other uid is mapped
-    (a rootless container): the sandbox must then hold without one.
-    ``user_namespace=True`` builds the namespaces inside a user namespace of the
-    sandbox's own, as for a grader that is not root, even when run as root.
-    """
-    control = Path(tempfile.mkdtemp(prefix="xorlib-probe-"))
-    try:
-        (control / "work").mkdir()
-        uid, gid = _sandbox_ids(63) if fresh_uid else (None, None)
-        if gid is not None:
-            for path in (control, control / "work"):
-                os.chown(path, 0, gid)
-                os.chmod(path, 0o750)
-        keep, hidden = _view(control, ())
-        config = {
-            "mode": isolation, "uid": uid, "gid": gid, "keep": keep, "hide": hidden,
-            "work": str(control / "work"), "disk_bytes": 2**20, "rlimits": Limits().rlimits(),
-            "argv": list(argv), "env": environment(control / "work"), "user_namespace": user_namespace,
-        }  # fmt: skip
-
-        def start(fd: int) -> None:
-            (control / "probe.json").write_text(json.dumps({**config, "fd": fd}))
-            command = [sys.executable, "-I", "-S", str(_HERE / "_launcher.py"), str(control / "probe.json")]
-            subprocess.run(command, pass_fds=(fd,), start_new_session=True, timeout=timeout_s, check=False,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-
-        return run_attempt(start, os.pipe(), Limits(setup_s=timeout_s), time.monotonic() + timeout_s)
-    finally:
-        shutil.rmtree(control, ignore_errors=True)
+def check_private(tier: Tier, build: str, paths: list[str], seed: int) -> None:
+    """In the container tier: refuse unless the sandbox's uid can read none of ``paths`` and ``seed`` is on no
+    command line (:class:`SandboxUnavailable` naming what to fix). Other tiers see none of the machine."""
+    if tier.name != "container":
+        return
+    wanted = tuple(sorted({os.path.realpath(p) for p in paths if os.path.exists(p)}))
+    session = Session(tier, Limits(setup_s=30), build, "", readable=wanted)
+    readable = [p for p in session.started.get("readable", []) if p in wanted]
+    session.close()
+    if readable:
+        raise SandboxUnavailable(
+            f"in the container tier the answers' uid could read {', '.join(readable)}: make these private "
+            f"(chmod -R go-rwx {' '.join(readable)}) or install bubblewrap"
+        )
+    for entry in os.listdir("/proc"):
+        try:
+            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if entry.isdigit() else []
+        except OSError:
+            continue
+        if any(w.split(b"=")[-1] == str(seed).encode() for w in words):
+            raise SandboxUnavailable(
+                f"the hidden seed is visible in the command line of process {entry} (/proc/{entry}/cmdline), which "
+                "the answers could read in the container tier: pass it in a file (--seed-file) or in XORLIB_HIDDEN_SEED"
+            )

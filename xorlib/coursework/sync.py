@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._checks import check_bool, check_path
 from .bank import chapter_of
 from .render import BEGIN, END, marker_lines, teacher_region
 
@@ -64,7 +63,11 @@ def sync_text(text: str, chapter: str | None) -> str | None:
 
 def sync_chapter(path: str | Path, *, check: bool = False) -> SyncResult:
     """Rewrite the exercise region of one chapter file from the bank (``check``: only report whether it would change)."""
-    path, check = check_path("path", path), check_bool("check", check)
+    if not isinstance(path, (str, Path)) or not isinstance(check, bool):
+        raise TypeError(
+            f"path must be a str or Path and check a bool, got {type(path).__name__}, {type(check).__name__}"
+        )
+    path = Path(path)
     chapter = chapter_of(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -14,27 +14,16 @@ from ..questions import AutoQuestion, Question, WrittenQuestion, check_question
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07
 from ._common import SETUP
 
-__all__ = [
-    "CHAPTERS",
-    "SETUP",
-    "chapter_of",
-    "chapter_questions",
-    "get_question",
-    "written_questions",
-]
+__all__ = ["CHAPTERS", "SETUP", "chapter_of", "chapter_questions", "get_question", "written_questions"]
 
 
 def _collect() -> dict[str, tuple[Question, ...]]:
     chapters: dict[str, tuple[Question, ...]] = {}
     seen: set[str] = set()
     for module in (ch01, ch02, ch03, ch04, ch05, ch06, ch07):
-        functions = [
-            q.function for q in module.QUESTIONS if isinstance(q, AutoQuestion)
-        ]
+        functions = [q.function for q in module.QUESTIONS if isinstance(q, AutoQuestion)]
         if len(set(functions)) != len(functions):
-            raise ValueError(
-                f"{module.CHAPTER}: two questions ask for a function of the same name"
-            )
+            raise ValueError(f"{module.CHAPTER}: two questions ask for a function of the same name")
         for question in module.QUESTIONS:
             check_question(question, module.CHAPTER)
             if question.id in seen:
@@ -59,9 +48,7 @@ def get_question(question_id: str) -> Question:
         For an unknown id, listing the known ones.
     """
     if question_id not in _BY_ID:
-        raise KeyError(
-            f"no question {question_id!r}; the bank has {', '.join(_BY_ID)}"
-        )
+        raise KeyError(f"no question {question_id!r}; the bank has {', '.join(_BY_ID)}")
     return _BY_ID[question_id]
 
 
@@ -71,9 +58,7 @@ def chapter_of(path: str | Path) -> str | None:
     return f"ch{match.group(1)}" if match else None
 
 
-def chapter_questions(
-    chapter: str | None, kind: type | None = None
-) -> tuple[Question, ...]:
+def chapter_questions(chapter: str | None, kind: type | None = None) -> tuple[Question, ...]:
     """The questions of a chapter (``()`` if it has none), optionally only ``AutoQuestion`` or ``WrittenQuestion``."""
     questions = CHAPTERS.get(chapter or "", ())
     return tuple(q for q in questions if kind is None or isinstance(q, kind))
@@ -81,9 +66,4 @@ def chapter_questions(
 
 def written_questions() -> tuple[WrittenQuestion, ...]:
     """Every written question of the bank, in book order."""
-    return tuple(
-        q
-        for questions in CHAPTERS.values()
-        for q in questions
-        if isinstance(q, WrittenQuestion)
-    )
+    return tuple(q for questions in CHAPTERS.values() for q in questions if isinstance(q, WrittenQuestion))

@@ -42,9 +42,7 @@ def generator(*labels: object) -> torch.Generator:
 
 def gaussian(shape: tuple[int, ...], scale: float, *labels: object) -> torch.Tensor:
     """Independent normal entries times ``scale``, float64."""
-    return scale * torch.randn(
-        shape, generator=generator(*labels), dtype=torch.float64
-    )
+    return scale * torch.randn(shape, generator=generator(*labels), dtype=torch.float64)
 
 
 def codes(d: int, m: int, kind: str, *labels: object) -> torch.Tensor:
@@ -57,16 +55,12 @@ def pair(d: int, *labels: object) -> tuple[int, int]:
     return random_pair(d, seed=seed_of(*labels) % 2**31)
 
 
-def samples(
-    n: int, d: int, hidden: tuple[int, int], *labels: object
-) -> tuple[torch.Tensor, torch.Tensor]:
+def samples(n: int, d: int, hidden: tuple[int, int], *labels: object) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` labelled samples ``(x, y)`` of the task with the hidden pair."""
     return sample_xor(n, d, hidden, seed=seed_of(*labels) % 2**31)
 
 
-def peaked_scores(
-    d: int, hidden: tuple[int, int], height: float, noise: float, *labels: object
-) -> torch.Tensor:
+def peaked_scores(d: int, hidden: tuple[int, int], height: float, noise: float, *labels: object) -> torch.Tensor:
     """Scores ``(d,)``: Gaussian noise, with the two hidden positions raised by ``height``."""
     s = gaussian((d,), noise, *labels)
     s[list(hidden)] += height
@@ -74,12 +68,7 @@ def peaked_scores(
 
 
 def weight_gradient(
-    weights: torch.Tensor,
-    hidden: tuple[int, int],
-    c0: float,
-    c1: float,
-    *,
-    label: bool = True,
+    weights: torch.Tensor, hidden: tuple[int, int], c0: float, c1: float, *, label: bool = True
 ) -> torch.Tensor:
     r""":math:`\partial L/\partial \alpha_h` of the population loss, ``(2, d)`` (the closed form of :mod:`xorlib.population`).
 
@@ -88,15 +77,7 @@ def weight_gradient(
     u, v = hidden
     grads = []
     for own, other in ((weights[0], weights[1]), (weights[1], weights[0])):
-        g = (
-            c1**2
-            * (
-                own * (other @ other)
-                + 2 * (own @ other) * other
-                - 2 * own * other**2
-            )
-            - c1 * c0 * other
-        )
+        g = c1**2 * (own * (other @ other) + 2 * (own @ other) * other - 2 * own * other**2) - c1 * c0 * other
         if label:
             g[u] -= c1 * other[v]
             g[v] -= c1 * other[u]
@@ -105,11 +86,7 @@ def weight_gradient(
 
 
 def gradient_mistakes(
-    queries: torch.Tensor,
-    codes: torch.Tensor,
-    hidden: tuple[int, int],
-    c0: float,
-    c1: float,
+    queries: torch.Tensor, codes: torch.Tensor, hidden: tuple[int, int], c0: float, c1: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The query gradient as three classic mistakes compute it: ``(no centring, no label term)``, each ``(2, m)``."""
     weights = torch.softmax(queries @ codes.T, -1)

@@ -24,6 +24,7 @@ CHAPTER = "ch01"
 
 
 # ----------------------------------------------------------------------------- q1: a softmax head
+# fmt: off
 def softmax_head(query, codes, x):
     """Softmax weights alpha = softmax(codes @ query), shape (d,), and outputs z = x
     @ alpha, shape (n,).
@@ -36,18 +37,15 @@ def softmax_head(query, codes, x):
     weights = e / e.sum()
     return weights, x @ weights
     # END SOLUTION
+# fmt: on
 
 
-def _head_reference(
-    query: torch.Tensor, codes: torch.Tensor, x: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _head_reference(query: torch.Tensor, codes: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     weights = attention_weights(codes @ query, "softmax")
     return weights, x @ weights
 
 
-def _head_case(
-    description: str, d: int, m: int, scale: float, kind: str, *labels: object
-) -> Case:
+def _head_case(description: str, d: int, m: int, scale: float, kind: str, *labels: object) -> Case:
     query = gaussian((m,), scale, "ch01-q1", *labels)
     x, _ = samples(5, d, pair(d, "ch01-q1", *labels), "ch01-q1", *labels)
     return Case(description, (query, codes(d, m, kind, "ch01-q1", *labels), x), d=d)
@@ -57,32 +55,15 @@ def _head_public() -> tuple[Case, ...]:
     return (
         _head_case("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
         _head_case("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
-        _head_case(
-            "a very sharp head: scores up to about 2000, d=20",
-            20,
-            8,
-            2000.0,
-            "iid",
-            "sharp",
-        ),
+        _head_case("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp"),
     )
 
 
 def _head_hidden(seed: int) -> tuple[Case, ...]:
     return (
         _head_case("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge", seed),
-        _head_case(
-            "zero query (uniform attention), d=64",
-            64,
-            16,
-            0.0,
-            "balanced",
-            "zero",
-            seed,
-        ),
-        _head_case(
-            "balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced", seed
-        ),
+        _head_case("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero", seed),
+        _head_case("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced", seed),
     )
 
 
@@ -111,22 +92,10 @@ def _head_mistakes() -> tuple[Mistake, ...]:
         return w, x.mean(-1)
 
     return (
-        Mistake(
-            "wrong sign: your weights are largest where the score is smallest (softmax of -s).",
-            flipped,
-        ),
-        Mistake(
-            "uniform weights: the scores never entered (did you use s = 0?).",
-            uniform,
-        ),
-        Mistake(
-            "no normaliser: exp(s)/d is componentwise attention, not softmax.",
-            unnormalised,
-        ),
-        Mistake(
-            "z is the plain average of the bits: the weights were not used.",
-            plain_mean,
-        ),
+        Mistake("wrong sign: your weights are largest where the score is smallest (softmax of -s).", flipped),
+        Mistake("uniform weights: the scores never entered (did you use s = 0?).", uniform),
+        Mistake("no normaliser: exp(s)/d is componentwise attention, not softmax.", unnormalised),
+        Mistake("z is the plain average of the bits: the weights were not used.", plain_mean),
     )
 
 
@@ -156,6 +125,7 @@ SOFTMAX_HEAD = AutoQuestion(
 
 
 # ----------------------------------------------------------------------------- q2: the loss on every input
+# fmt: off
 def loss_on_every_input(weights, pair, heads):
     """The loss (f(x) - y)^2 / 2 on each of the 2^d inputs, in the order of
     all_inputs(d), shape (2^d,).
@@ -170,20 +140,17 @@ def loss_on_every_input(weights, pair, heads):
     f = c0 - c1 * z[:, 0] * z[:, 1]
     return 0.5 * (f - y) ** 2
     # END SOLUTION
+# fmt: on
 
 
-def _losses_reference(
-    weights: torch.Tensor, pair: tuple[int, int], heads: str
-) -> torch.Tensor:
+def _losses_reference(weights: torch.Tensor, pair: tuple[int, int], heads: str) -> torch.Tensor:
     x = all_inputs(weights.shape[-1])
     c0, c1 = readout_constants(heads)
     z = x @ weights.T
     return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] - xor_labels(x, pair)) ** 2
 
 
-def _losses_case(
-    description: str, d: int, heads: str, kind: str, *labels: object
-) -> Case:
+def _losses_case(description: str, d: int, heads: str, kind: str, *labels: object) -> Case:
     if kind == "uniform":
         weights = torch.full((2, d), 1.0 / d, dtype=torch.float64)
     elif kind == "softmax":
@@ -195,51 +162,23 @@ def _losses_case(
 
 def _losses_public() -> tuple[Case, ...]:
     return (
-        _losses_case(
-            "tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"
-        ),
-        _losses_case(
-            "split readout, softmax weights, d=6", 6, "split", "softmax", "b"
-        ),
-        _losses_case(
-            "tied readout, softmax weights of two different heads, d=8",
-            8,
-            "tied",
-            "softmax",
-            "c",
-        ),
+        _losses_case("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
+        _losses_case("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
+        _losses_case("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c"),
     )
 
 
 def _losses_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _losses_case(
-            "split readout, weights of both signs, d=10",
-            10,
-            "split",
-            "signed",
-            "d",
-            seed,
-        ),
-        _losses_case(
-            "tied readout, weights of both signs, d=5",
-            5,
-            "tied",
-            "signed",
-            "e",
-            seed,
-        ),
-        _losses_case(
-            "split readout, softmax weights, d=9", 9, "split", "softmax", "f", seed
-        ),
+        _losses_case("split readout, weights of both signs, d=10", 10, "split", "signed", "d", seed),
+        _losses_case("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e", seed),
+        _losses_case("split readout, softmax weights, d=9", 9, "split", "softmax", "f", seed),
     )
 
 
 def _losses_mistakes() -> tuple[Mistake, ...]:
     def other_readout(weights, pair, heads):
-        return _losses_reference(
-            weights, pair, "split" if heads == "tied" else "tied"
-        )
+        return _losses_reference(weights, pair, "split" if heads == "tied" else "tied")
 
     def label_sign(weights, pair, heads):
         x = all_inputs(weights.shape[-1])
@@ -248,14 +187,8 @@ def _losses_mistakes() -> tuple[Mistake, ...]:
         return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] + xor_labels(x, pair)) ** 2
 
     return (
-        Mistake(
-            "you used the other model's readout: tied is f = 1 - 2 z1 z2, split is f = -z1 z2.",
-            other_readout,
-        ),
-        Mistake(
-            "the label has the wrong sign: y = -x_i x_j (+1 when the two hidden bits differ).",
-            label_sign,
-        ),
+        Mistake("you used the other model's readout: tied is f = 1 - 2 z1 z2, split is f = -z1 z2.", other_readout),
+        Mistake("the label has the wrong sign: y = -x_i x_j (+1 when the two hidden bits differ).", label_sign),
     )
 
 
@@ -293,18 +226,9 @@ NO_SINGLE_BIT = WrittenQuestion(
         "looks at one position at a time?"
     ),
     rubric=(
-        Criterion(
-            1,
-            "Computes $\\mathbb E[y x_k] = 0$ for every $k$ (an odd number of independent signs).",
-        ),
-        Criterion(
-            1,
-            "Shows $\\mathbb E[y x_k x_l] = -1$ only for $\\{k, l\\} = \\{i^*, j^*\\}$, else 0.",
-        ),
-        Criterion(
-            1,
-            "Concludes: no single position (and no linear function of $x$) predicts $y$ better than chance.",
-        ),
+        Criterion(1, "Computes $\\mathbb E[y x_k] = 0$ for every $k$ (an odd number of independent signs)."),
+        Criterion(1, "Shows $\\mathbb E[y x_k x_l] = -1$ only for $\\{k, l\\} = \\{i^*, j^*\\}$, else 0."),
+        Criterion(1, "Concludes: no single position (and no linear function of $x$) predicts $y$ better than chance."),
     ),
     answer=(
         "$\\mathbb E[y x_k] = -\\mathbb E[x_{i^*} x_{j^*} x_k]$ is the mean of a product of an odd "

@@ -24,6 +24,7 @@ CHAPTER = "ch02"
 
 
 # ----------------------------------------------------------------------------- q1: the population gradient
+# fmt: off
 def tied_gradient(queries, codes, pair):
     """The exact population gradient of the tied model in the queries (softmax, f =
     1 - 2 z1 z2), shape (2, m).
@@ -56,71 +57,31 @@ def tied_gradient(queries, codes, pair):
     )
     return (weights * (g - (weights * g).sum(-1, keepdim=True))) @ codes
     # END SOLUTION
+# fmt: on
 
 
-def _gradient_reference(
-    queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]
-) -> torch.Tensor:
+def _gradient_reference(queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
     return population_gradient(queries, codes, pair, heads="tied")
 
 
-def _gradient_case(
-    description: str, d: int, m: int, kind: str, scale: float, *labels: object
-) -> Case:
+def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *labels: object) -> Case:
     queries = gaussian((2, m), scale, "ch02-q1", *labels)
-    return Case(
-        description,
-        (
-            queries,
-            codes(d, m, kind, "ch02-q1", *labels),
-            pair(d, "ch02-q1", *labels),
-        ),
-        d=d,
-    )
+    return Case(description, (queries, codes(d, m, kind, "ch02-q1", *labels), pair(d, "ch02-q1", *labels)), d=d)
 
 
 def _gradient_public() -> tuple[Case, ...]:
     return (
-        _gradient_case(
-            "uniform attention (zero queries), balanced codes, d=8",
-            8,
-            6,
-            "balanced",
-            0.0,
-            "a",
-        ),
-        _gradient_case(
-            "uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"
-        ),
-        _gradient_case(
-            "two different random queries, d=10", 10, 6, "iid", 1.5, "c"
-        ),
+        _gradient_case("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
+        _gradient_case("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
+        _gradient_case("two different random queries, d=10", 10, 6, "iid", 1.5, "c"),
     )
 
 
 def _gradient_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _gradient_case(
-            "sharp untied heads, balanced codes, d=40",
-            40,
-            10,
-            "balanced",
-            4.0,
-            "d",
-            seed,
-        ),
-        _gradient_case(
-            "random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed
-        ),
-        _gradient_case(
-            "random queries, Gaussian codes, d=12",
-            12,
-            8,
-            "gaussian",
-            1.0,
-            "f",
-            seed,
-        ),
+        _gradient_case("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d", seed),
+        _gradient_case("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed),
+        _gradient_case("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f", seed),
     )
 
 
@@ -169,6 +130,7 @@ TIED_GRADIENT = AutoQuestion(
 
 
 # ----------------------------------------------------------------------------- q2: one step from zero
+# fmt: off
 def tied_step_from_zero(codes, pair, lr):
     """Both queries after one population gradient step of size lr from q1 = q2 = 0,
     shape (2, m).
@@ -179,24 +141,19 @@ def tied_step_from_zero(codes, pair, lr):
     query = (2.0 * lr / d**2) * (codes[i] + codes[j] - (2.0 / d) * codes.sum(0))
     return torch.stack([query, query])
     # END SOLUTION
+# fmt: on
 
 
-def _step_reference(
-    codes: torch.Tensor, pair: tuple[int, int], lr: float
-) -> torch.Tensor:
+def _step_reference(codes: torch.Tensor, pair: tuple[int, int], lr: float) -> torch.Tensor:
     zero = torch.zeros(2, codes.shape[1], dtype=codes.dtype)
     return -lr * population_gradient(zero, codes, pair, heads="tied")
 
 
-def _step_case(
-    description: str, d: int, m: int, kind: str, sharpness: float, *labels: object
-) -> Case:
+def _step_case(description: str, d: int, m: int, kind: str, sharpness: float, *labels: object) -> Case:
     # the step that gives the pair a score of `sharpness` times its overlap
     lr = sharpness * d**2 / 2
     return Case(
-        f"{description}, lr={lr:g}",
-        (codes(d, m, kind, "ch02-q2", *labels), pair(d, "ch02-q2", *labels), lr),
-        d=d,
+        f"{description}, lr={lr:g}", (codes(d, m, kind, "ch02-q2", *labels), pair(d, "ch02-q2", *labels), lr), d=d
     )
 
 
@@ -209,15 +166,7 @@ def _step_public() -> tuple[Case, ...]:
 
 def _step_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _step_case(
-            "unbalanced iid codes (the codes do not sum to zero), odd d=9",
-            9,
-            6,
-            "iid",
-            5.0,
-            "c",
-            seed,
-        ),
+        _step_case("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c", seed),
         _step_case("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d", seed),
         _step_case("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e", seed),
     )
@@ -235,8 +184,7 @@ def _step_mistakes() -> tuple[Mistake, ...]:
             lambda p, pr, lr: -_step_reference(p, pr, lr),
         ),
         Mistake(
-            "you dropped the centring term -(2/d) sum_k p_k: it vanishes for balanced codes, not for these.",
-            uncentred,
+            "you dropped the centring term -(2/d) sum_k p_k: it vanishes for balanced codes, not for these.", uncentred
         ),
         Mistake(
             "you returned the gradient itself; one step from zero lands at -lr * grad.",
@@ -266,6 +214,7 @@ TIED_STEP = AutoQuestion(
 
 
 # ----------------------------------------------------------------------------- q3: the exact worst case
+# fmt: off
 def tied_worst_case(weights, pair):
     """The largest loss over all 2^d inputs for tied softmax heads with weights (d,)
     (rest mass <= 1/2), in O(d).
@@ -281,6 +230,7 @@ def tied_worst_case(weights, pair):
     differ = 2 * (gap + rest) ** 4
     return float(torch.maximum(agree, differ))
     # END SOLUTION
+# fmt: on
 
 
 def _worst_reference(weights: torch.Tensor, pair: tuple[int, int]) -> float:
@@ -289,14 +239,10 @@ def _worst_reference(weights: torch.Tensor, pair: tuple[int, int]) -> float:
     others[[u, v]] = False
     rest = weights[others].sum()
     gap = (weights[u] - weights[v]).abs()
-    return float(
-        torch.maximum(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4)
-    )
+    return float(torch.maximum(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4))
 
 
-def _worst_case(
-    description: str, d: int, height: float, skew: float, *labels: object
-) -> Case:
+def _worst_case(description: str, d: int, height: float, skew: float, *labels: object) -> Case:
     hidden = pair(d, "ch02-q3", *labels)
     scores = peaked_scores(d, hidden, height, 1.0, "ch02-q3", *labels)
     scores[hidden[0]] += skew  # the two pair weights differ by a factor e^skew
@@ -334,18 +280,9 @@ def _worst_mistakes() -> tuple[Mistake, ...]:
         return float(2 * ((weights[pair[0]] - weights[pair[1]]).abs() + rest) ** 4)
 
     return (
-        Mistake(
-            "you returned the mean loss over the inputs, not the largest.",
-            mean_loss,
-        ),
-        Mistake(
-            "you only considered inputs whose hidden bits agree (y = -1); the others can be worse.",
-            agree_only,
-        ),
-        Mistake(
-            "you only considered inputs whose hidden bits differ (y = +1); the others can be worse.",
-            differ_only,
-        ),
+        Mistake("you returned the mean loss over the inputs, not the largest.", mean_loss),
+        Mistake("you only considered inputs whose hidden bits agree (y = -1); the others can be worse.", agree_only),
+        Mistake("you only considered inputs whose hidden bits differ (y = +1); the others can be worse.", differ_only),
     )
 
 
@@ -384,15 +321,9 @@ HEADS_STAY_TIED = WrittenQuestion(
         "parameters that do the work?"
     ),
     rubric=(
-        Criterion(
-            1,
-            "The loss is symmetric under exchanging the heads, so at $q_1 = q_2$ both gradients are equal.",
-        ),
+        Criterion(1, "The loss is symmetric under exchanging the heads, so at $q_1 = q_2$ both gradients are equal."),
         Criterion(1, "Induction: equal queries stay equal after every step."),
-        Criterion(
-            1,
-            "Conclusion: effectively one head, $m$ numbers (not $2m$) do the work.",
-        ),
+        Criterion(1, "Conclusion: effectively one head, $m$ numbers (not $2m$) do the work."),
     ),
     answer=(
         "$f = 1 - 2z_1z_2$ and the loss are unchanged when the heads are swapped. At a point with "

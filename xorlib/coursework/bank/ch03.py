@@ -24,6 +24,7 @@ CHAPTER = "ch03"
 
 
 # ----------------------------------------------------------------------------- q1: the split gradient
+# fmt: off
 def split_gradient(queries, codes, pair):
     """The exact population gradient of the split model (softmax, f = -z1 z2) in the
     queries, shape (2, m).
@@ -48,75 +49,38 @@ def split_gradient(queries, codes, pair):
     )
     return (weights * (g - (weights * g).sum(-1, keepdim=True))) @ codes
     # END SOLUTION
+# fmt: on
 
 
-def _split_reference(
-    queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]
-) -> torch.Tensor:
+def _split_reference(queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
     return population_gradient(queries, codes, pair, heads="split")
 
 
-def _split_case(
-    description: str, d: int, m: int, kind: str, sigma: float, *labels: object
-) -> Case:
+def _split_case(description: str, d: int, m: int, kind: str, sigma: float, *labels: object) -> Case:
     q1 = gaussian((m,), sigma / math.sqrt(m), "ch03-q1", *labels)
     queries = torch.stack([q1, -q1])  # the antisymmetric start q2 = -q1
     hidden = pair(d, "ch03-q1", *labels)
-    return Case(
-        f"{description}, d={d}",
-        (queries, codes(d, m, kind, "ch03-q1", *labels), hidden),
-        d=d,
-    )
+    return Case(f"{description}, d={d}", (queries, codes(d, m, kind, "ch03-q1", *labels), hidden), d=d)
 
 
 def _split_public() -> tuple[Case, ...]:
     return (
-        _split_case(
-            "antisymmetric start, sigma=1, balanced codes",
-            8,
-            6,
-            "balanced",
-            1.0,
-            "a",
-        ),
-        _split_case(
-            "antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b"
-        ),
+        _split_case("antisymmetric start, sigma=1, balanced codes", 8, 6, "balanced", 1.0, "a"),
+        _split_case("antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b"),
     )
 
 
 def _split_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _split_case(
-            "antisymmetric start, sigma=3 (sharp heads)",
-            40,
-            12,
-            "balanced",
-            3.0,
-            "c",
-            seed,
-        ),
-        _split_case(
-            "antisymmetric start, odd d, balanced codes",
-            15,
-            7,
-            "balanced",
-            1.0,
-            "d",
-            seed,
-        ),
-        _split_case(
-            "antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e", seed
-        ),
+        _split_case("antisymmetric start, sigma=3 (sharp heads)", 40, 12, "balanced", 3.0, "c", seed),
+        _split_case("antisymmetric start, odd d, balanced codes", 15, 7, "balanced", 1.0, "d", seed),
+        _split_case("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e", seed),
     )
 
 
 def _split_mistakes() -> tuple[Mistake, ...]:
     return (
-        Mistake(
-            "wrong sign: this is minus the gradient.",
-            lambda q, p, pr: -_split_reference(q, p, pr),
-        ),
+        Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
         Mistake(
             "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
             lambda q, p, pr: population_gradient(q, p, pr, heads="tied"),
@@ -154,6 +118,7 @@ SPLIT_GRADIENT = AutoQuestion(
 
 
 # ----------------------------------------------------------------------------- q2: the self-certified step
+# fmt: off
 def self_certified_step(direction, scores, target):
     """The step eta = max_h (R_h + ln((d-1)/E)) / gap_h from the direction (2, d),
     start scores (2, d), target E.
@@ -167,42 +132,33 @@ def self_certified_step(direction, scores, target):
     spreads = scores.max(-1).values - scores.min(-1).values
     return float(((spreads + math.log((d - 1) / target)) / gaps).max())
     # END SOLUTION
+# fmt: on
 
 
-def _step_reference(
-    direction: torch.Tensor, scores: torch.Tensor, target: float
-) -> float:
+def _step_reference(direction: torch.Tensor, scores: torch.Tensor, target: float) -> float:
     d = scores.shape[-1]
     ordered = direction.sort(dim=-1, descending=True).values
     gaps = ordered[:, 0] - ordered[:, 1]
     if not bool((gaps > 0).all()):
         return math.inf
     spreads = scores.amax(-1) - scores.amin(-1)
-    return max(
-        float((spreads[h] + math.log((d - 1) / target)) / gaps[h]) for h in range(2)
-    )
+    return max(float((spreads[h] + math.log((d - 1) / target)) / gaps[h]) for h in range(2))
 
 
-def _certify_case(
-    description: str, d: int, target: float, tie: bool, *labels: object
-) -> Case:
+def _certify_case(description: str, d: int, target: float, tie: bool, *labels: object) -> Case:
     direction = gaussian((2, d), 1.0, "ch03-q2", "t", *labels)
     scores = gaussian((2, d), 0.3, "ch03-q2", "s", *labels)
     if tie:
         top = int(direction[1].argmax())
         direction[1, (top + 1) % d] = direction[1, top]
-    return Case(
-        f"{description}, d={d}, E={target:g}", (direction, scores, target), d=d
-    )
+    return Case(f"{description}, d={d}, E={target:g}", (direction, scores, target), d=d)
 
 
 def _certify_public() -> tuple[Case, ...]:
     return (
         _certify_case("random direction and start", 8, 1e-3, False, "a"),
         _certify_case("random direction and start", 100, 1e-6, False, "b"),
-        _certify_case(
-            "head 2 has a tie at the top of its direction", 12, 1e-3, True, "c"
-        ),
+        _certify_case("head 2 has a tie at the top of its direction", 12, 1e-3, True, "c"),
     )
 
 
@@ -231,24 +187,17 @@ def _certify_mistakes() -> tuple[Mistake, ...]:
     def no_spread(direction, scores, target):
         d = scores.shape[-1]
         ordered = direction.sort(dim=-1, descending=True).values
-        return float(
-            (math.log((d - 1) / target) / (ordered[:, 0] - ordered[:, 1])).max()
-        )
+        return float((math.log((d - 1) / target) / (ordered[:, 0] - ordered[:, 1])).max())
 
     def d_not_d_minus_1(direction, scores, target):
         d = scores.shape[-1]
         ordered = direction.sort(dim=-1, descending=True).values
         spreads = scores.amax(-1) - scores.amin(-1)
-        return float(
-            (
-                (spreads + math.log(d / target)) / (ordered[:, 0] - ordered[:, 1])
-            ).max()
-        )
+        return float(((spreads + math.log(d / target)) / (ordered[:, 0] - ordered[:, 1])).max())
 
     return (
         Mistake(
-            "you took the smaller of the two heads' steps; both must be certified, so take the larger.",
-            min_over_heads,
+            "you took the smaller of the two heads' steps; both must be certified, so take the larger.", min_over_heads
         ),
         Mistake(
             "the gap is between the largest and the SECOND largest entry, not the largest and the smallest.",
@@ -256,8 +205,7 @@ def _certify_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake("you left out the spread R_h of the start scores.", no_spread),
         Mistake(
-            "ln(d / E) where ln((d - 1)/E) belongs: the d - 1 positions other than the head's top.",
-            d_not_d_minus_1,
+            "ln(d / E) where ln((d - 1)/E) belongs: the d - 1 positions other than the head's top.", d_not_d_minus_1
         ),
     )
 
@@ -298,18 +246,12 @@ WHY_ANTISYMMETRIC = WrittenQuestion(
         "antisymmetric start $q_2 = -q_1$ fix this?"
     ),
     rubric=(
-        Criterion(
-            1,
-            "At zero both heads get the same gradient, so they stay equal and both sit on the pair.",
-        ),
+        Criterion(1, "At zero both heads get the same gradient, so they stay equal and both sit on the pair."),
         Criterion(
             1,
             "Equal heads give $z_1 = z_2$, so $f = -z^2 \\le 0$ never fits $y = +1$: those inputs keep loss $\\tfrac12$.",
         ),
-        Criterion(
-            1,
-            "The antisymmetric start breaks the symmetry: each head moves to one hidden bit.",
-        ),
+        Criterion(1, "The antisymmetric start breaks the symmetry: each head moves to one hidden bit."),
     ),
     answer=(
         "At $q = 0$ both heads have uniform weights and receive the same gradient, so after any "

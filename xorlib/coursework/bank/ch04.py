@@ -9,20 +9,13 @@ import torch
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian, pair
 
-__all__ = [
-    "CHAPTER",
-    "LATTICE_SHARPNESS",
-    "NO_PAIR_NEEDED",
-    "QUESTIONS",
-    "REST_MASS",
-    "lattice_sharpness",
-    "rest_mass",
-]
+__all__ = ["CHAPTER", "LATTICE_SHARPNESS", "NO_PAIR_NEEDED", "QUESTIONS", "REST_MASS", "lattice_sharpness", "rest_mass"]
 
 CHAPTER = "ch04"
 
 
 # ----------------------------------------------------------------------------- q1: the rest mass
+# fmt: off
 def rest_mass(scores, pair):
     """The softmax mass of each head outside the hidden pair, shape (2,), accurate
     even when it is 1e-200.
@@ -35,24 +28,17 @@ def rest_mass(scores, pair):
         torch.logsumexp(rest, dim=-1) - torch.logsumexp(scores, dim=-1)
     )
     # END SOLUTION
+# fmt: on
 
 
 def _rest_reference(scores: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
     s = scores.double()
     keep = torch.ones(s.shape[-1], dtype=torch.bool)
     keep[list(pair)] = False
-    return torch.exp(
-        torch.logsumexp(s[:, keep], dim=-1) - torch.logsumexp(s, dim=-1)
-    )
+    return torch.exp(torch.logsumexp(s[:, keep], dim=-1) - torch.logsumexp(s, dim=-1))
 
 
-def _rest_case(
-    description: str,
-    d: int,
-    base: float,
-    height: tuple[float, float],
-    *labels: object,
-) -> Case:
+def _rest_case(description: str, d: int, base: float, height: tuple[float, float], *labels: object) -> Case:
     hidden = pair(d, "ch04-q1", *labels)
     scores = base + gaussian((2, d), 1.0, "ch04-q1", *labels)
     scores[0, list(hidden)] += height[0]
@@ -62,40 +48,16 @@ def _rest_case(
 
 def _rest_public() -> tuple[Case, ...]:
     return (
-        _rest_case(
-            "moderate scores: rest masses near 1/2 and 1/10",
-            10,
-            0.0,
-            (1.0, 3.5),
-            "a",
-        ),
-        _rest_case(
-            "sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"
-        ),
-        _rest_case(
-            "scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"
-        ),
+        _rest_case("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
+        _rest_case("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
+        _rest_case("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"),
     )
 
 
 def _rest_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _rest_case(
-            "scores near -10^4, rest masses near 1e-200",
-            200,
-            -1e4,
-            (465.0, 470.0),
-            "d",
-            seed,
-        ),
-        _rest_case(
-            "one flat head, one sharp head, scores near 10^4",
-            64,
-            1e4,
-            (0.0, 60.0),
-            "e",
-            seed,
-        ),
+        _rest_case("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d", seed),
+        _rest_case("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e", seed),
         _rest_case("moderate scores", 7, 2.0, (2.0, 0.5), "f", seed),
     )
 
@@ -115,10 +77,7 @@ def _rest_mistakes() -> tuple[Mistake, ...]:
             "Sum the rest's weights, or better, subtract log-sum-exps.",
             one_minus_pair,
         ),
-        Mistake(
-            "you returned the pair's mass alpha_u + alpha_v, not the rest's.",
-            pair_mass,
-        ),
+        Mistake("you returned the pair's mass alpha_u + alpha_v, not the rest's.", pair_mass),
     )
 
 
@@ -146,6 +105,7 @@ REST_MASS = AutoQuestion(
 
 
 # ----------------------------------------------------------------------------- q2: the lattice sharpness
+# fmt: off
 def lattice_sharpness(d, m, epsilon):
     """The sharpness kappa = ln((d - 2) / (2 E)) / (4 / m) that certifies worst-case
     loss epsilon (sign codes).
@@ -157,6 +117,7 @@ def lattice_sharpness(d, m, epsilon):
     )  # E = (1 - sqrt(1 - sqrt(eps/2))) / 2, without cancellation
     return math.log((d - 2) / (2 * target)) / (4 / m)
     # END SOLUTION
+# fmt: on
 
 
 def _rest_target(epsilon: float) -> float:
@@ -176,15 +137,8 @@ def _sharpness_public() -> tuple[Case, ...]:
 
 def _sharpness_hidden(seed: int) -> tuple[Case, ...]:
     shift = 2 * (seed % 997)  # the teacher's seed moves the cases
-    cases = (
-        (10**6 + shift, 80, 1e-4),
-        (16 + shift, 16, 0.1),
-        (10**8 + shift, 108, 1e-6),
-    )
-    return tuple(
-        Case(f"d={d}, m={m}, epsilon={eps:g}", (d, m, eps), d=d)
-        for d, m, eps in cases
-    )
+    cases = ((10**6 + shift, 80, 1e-4), (16 + shift, 16, 0.1), (10**8 + shift, 108, 1e-6))
+    return tuple(Case(f"d={d}, m={m}, epsilon={eps:g}", (d, m, eps), d=d) for d, m, eps in cases)
 
 
 def _sharpness_mistakes() -> tuple[Mistake, ...]:
@@ -203,9 +157,7 @@ def _sharpness_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(
             "a missing 1/2 inside: the target solves 32 S^2 (1 - S)^2 = eps, i.e. uses sqrt(eps/2), not sqrt(eps).",
-            lambda d, m, eps: (
-                math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4
-            ),
+            lambda d, m, eps: math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4,
         ),
     )
 
@@ -243,18 +195,9 @@ NO_PAIR_NEEDED = WrittenQuestion(
         "$4/m$ lets us choose the step without knowing the pair, and what can still go wrong."
     ),
     rubric=(
-        Criterion(
-            1,
-            "With sign codes the margins are multiples of $4/m$, so a positive margin is at least $4/m$.",
-        ),
-        Criterion(
-            1,
-            "A sharpness certified at margin $4/m$ is then certified for every positive margin.",
-        ),
-        Criterion(
-            1,
-            "What can fail: a tie (margin 0), with probability at most $(d-2)(3/4)^m$.",
-        ),
+        Criterion(1, "With sign codes the margins are multiples of $4/m$, so a positive margin is at least $4/m$."),
+        Criterion(1, "A sharpness certified at margin $4/m$ is then certified for every positive margin."),
+        Criterion(1, "What can fail: a tie (margin 0), with probability at most $(d-2)(3/4)^m$."),
     ),
     answer=(
         "For sign codes with entries $\\pm 1/\\sqrt m$, the margin $\\langle p_u - p_k, p_u + p_v\\rangle$ "

@@ -23,9 +23,7 @@ __all__ = [
 CHAPTER = "ch05"
 
 
-def _autograd_pullback(
-    kind: str, scores: torch.Tensor, grad: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _autograd_pullback(kind: str, scores: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The weights and :math:`(\\partial\\alpha/\\partial s)^\\top g` by automatic
     differentiation.
     """
@@ -35,14 +33,7 @@ def _autograd_pullback(
     return weights.detach(), pullback
 
 
-def _variant_case(
-    description: str,
-    d: int,
-    scale: float,
-    zeros: int,
-    question: str,
-    *labels: object,
-) -> Case:
+def _variant_case(description: str, d: int, scale: float, zeros: int, question: str, *labels: object) -> Case:
     scores = gaussian((2, d), scale, question, "s", *labels)
     scores[:, :zeros] = 0.0  # exact zeros, where the ReLU has its kink
     grad = gaussian((2, d), 1.0, question, "g", *labels)
@@ -50,6 +41,7 @@ def _variant_case(
 
 
 # ----------------------------------------------------------------------------- q1: ReLU attention
+# fmt: off
 def relu_attention(scores, grad):
     """ReLU attention weights relu(s)/d and the pull-back (d alpha/d s)^T grad, both
     of shape (2, d).
@@ -61,19 +53,13 @@ def relu_attention(scores, grad):
     pullback = (scores > 0).to(grad.dtype) * grad / d
     return weights, pullback
     # END SOLUTION
+# fmt: on
 
 
 def _relu_public() -> tuple[Case, ...]:
     return (
         _variant_case("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
-        _variant_case(
-            "scores of both signs, two of them exactly 0",
-            20,
-            2.0,
-            2,
-            "ch05-q1",
-            "b",
-        ),
+        _variant_case("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b"),
     )
 
 
@@ -99,14 +85,8 @@ def _relu_mistakes() -> tuple[Mistake, ...]:
         return torch.relu(scores) / d, torch.relu(scores) / d * grad
 
     return (
-        Mistake(
-            "at s = 0 exactly the ReLU's derivative is taken as 0 (as torch does); you used 1 there.",
-            at_zero,
-        ),
-        Mistake(
-            "the pull-back has no mask: g/d is linear attention's; ReLU passes g only where s > 0.",
-            no_mask,
-        ),
+        Mistake("at s = 0 exactly the ReLU's derivative is taken as 0 (as torch does); you used 1 there.", at_zero),
+        Mistake("the pull-back has no mask: g/d is linear attention's; ReLU passes g only where s > 0.", no_mask),
         Mistake(
             "you multiplied the weights by g; the pull-back is the derivative of the weights times g.",
             weights_times_grad,
@@ -132,10 +112,12 @@ RELU_ATTENTION = AutoQuestion(
     mistakes=_relu_mistakes(),
     hint="the Jacobian of an element-wise map is diagonal: pullback_k = alpha'(s_k) g_k.",
     forbidden=("xorlib.attention.attention_weights",),
+    autograd=False,
 )
 
 
 # ----------------------------------------------------------------------------- q2: sigmoid attention
+# fmt: off
 def sigmoid_attention(scores, grad):
     """Sigmoid attention weights sigmoid(s - ln d) and the pull-back alpha (1 -
     alpha) grad, both (2, d).
@@ -145,6 +127,7 @@ def sigmoid_attention(scores, grad):
     weights = torch.sigmoid(scores - math.log(d))
     return weights, weights * (1 - weights) * grad
     # END SOLUTION
+# fmt: on
 
 
 def _sigmoid_public() -> tuple[Case, ...]:
@@ -157,9 +140,7 @@ def _sigmoid_public() -> tuple[Case, ...]:
 def _sigmoid_hidden(seed: int) -> tuple[Case, ...]:
     return (
         _variant_case("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c", seed),
-        _variant_case(
-            "zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed
-        ),
+        _variant_case("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed),
         _variant_case("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e", seed),
     )
 
@@ -183,22 +164,10 @@ def _sigmoid_mistakes() -> tuple[Mistake, ...]:
         return w, w * grad
 
     return (
-        Mistake(
-            "no shift: sigmoid(s) puts weight 1/2 on every position at s = 0; the shift is -ln d.",
-            unshifted,
-        ),
-        Mistake(
-            "sigmoid(s)/d is a different normaliser; sigmoid attention shifts the scores by -ln d.",
-            divided,
-        ),
-        Mistake(
-            "the shift has the wrong sign: sigmoid(s - ln d), not sigmoid(s + ln d).",
-            plus_log,
-        ),
-        Mistake(
-            "the derivative of the sigmoid is alpha (1 - alpha), not alpha.",
-            no_one_minus,
-        ),
+        Mistake("no shift: sigmoid(s) puts weight 1/2 on every position at s = 0; the shift is -ln d.", unshifted),
+        Mistake("sigmoid(s)/d is a different normaliser; sigmoid attention shifts the scores by -ln d.", divided),
+        Mistake("the shift has the wrong sign: sigmoid(s - ln d), not sigmoid(s + ln d).", plus_log),
+        Mistake("the derivative of the sigmoid is alpha (1 - alpha), not alpha.", no_one_minus),
     )
 
 
@@ -234,16 +203,12 @@ ONLY_SOFTMAX_COUPLES = WrittenQuestion(
         "element-wise head must do instead to make its rest mass small."
     ),
     rubric=(
+        Criterion(1, "Softmax divides by the sum, so every weight depends on every score."),
         Criterion(
-            1, "Softmax divides by the sum, so every weight depends on every score."
+            1, "An element-wise weight depends only on its own score: raising the pair leaves the rest unchanged."
         ),
         Criterion(
-            1,
-            "An element-wise weight depends only on its own score: raising the pair leaves the rest unchanged.",
-        ),
-        Criterion(
-            1,
-            "So each of the $d - 2$ other scores must be pushed down on its own (a step that scales with $d$).",
+            1, "So each of the $d - 2$ other scores must be pushed down on its own (a step that scales with $d$)."
         ),
     ),
     answer=(

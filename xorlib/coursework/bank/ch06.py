@@ -24,6 +24,7 @@ CHAPTER = "ch06"
 
 
 # ----------------------------------------------------------------------------- q1: the empirical gradient
+# fmt: off
 def sample_score_gradient(scores, x, y, heads):
     """The gradient of the mean loss over the samples in the scores (softmax), shape
     (2, d), in two passes.
@@ -39,26 +40,19 @@ def sample_score_gradient(scores, x, y, heads):
     g = pull @ x  # (2, d): the backward pass, dL/dalpha
     return weights * (g - (weights * g).sum(-1, keepdim=True))
     # END SOLUTION
+# fmt: on
 
 
-def _empirical_reference(
-    scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heads: str
-) -> torch.Tensor:
-    identity = torch.eye(
-        scores.shape[-1], dtype=scores.dtype
-    )  # codes = I makes the queries the scores
+def _empirical_reference(scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heads: str) -> torch.Tensor:
+    identity = torch.eye(scores.shape[-1], dtype=scores.dtype)  # codes = I makes the queries the scores
     return _empirical_score_gradient(scores, identity, x, y, heads=heads)
 
 
-def _empirical_case(
-    description: str, n: int, d: int, heads: str, scale: float, *labels: object
-) -> Case:
+def _empirical_case(description: str, n: int, d: int, heads: str, scale: float, *labels: object) -> Case:
     hidden = pair(d, "ch06-q1", *labels)
     x, y = samples(n, d, hidden, "ch06-q1", *labels)
     scores = gaussian((2, d), scale, "ch06-q1", *labels)
-    return Case(
-        f"{description}: {heads} heads, n={n}, d={d}", (scores, x, y, heads), d=d
-    )
+    return Case(f"{description}: {heads} heads, n={n}, d={d}", (scores, x, y, heads), d=d)
 
 
 def _empirical_public() -> tuple[Case, ...]:
@@ -72,9 +66,7 @@ def _empirical_public() -> tuple[Case, ...]:
 def _empirical_hidden(seed: int) -> tuple[Case, ...]:
     return (
         _empirical_case("more samples", 1000, 50, "tied", 1.0, "d", seed),
-        _empirical_case(
-            "fewer samples than positions", 7, 12, "split", 1.0, "e", seed
-        ),
+        _empirical_case("fewer samples than positions", 7, 12, "split", 1.0, "e", seed),
         _empirical_case("odd d", 300, 33, "split", 2.0, "f", seed),
     )
 
@@ -84,9 +76,7 @@ def _empirical_mistakes() -> tuple[Mistake, ...]:
         return x.shape[0] * _empirical_reference(scores, x, y, heads)
 
     def other_heads(scores, x, y, heads):
-        return _empirical_reference(
-            scores, x, y, "split" if heads == "tied" else "tied"
-        )
+        return _empirical_reference(scores, x, y, "split" if heads == "tied" else "tied")
 
     def uncentred(scores, x, y, heads):
         c0, c1 = (1.0, 2.0) if heads == "tied" else (0.0, 1.0)
@@ -96,18 +86,9 @@ def _empirical_mistakes() -> tuple[Mistake, ...]:
         return w * g
 
     return (
-        Mistake(
-            "you summed over the samples; the loss is the mean, so divide by n.",
-            summed,
-        ),
-        Mistake(
-            "you used the other model's readout (tied: c0 = 1, c1 = 2; split: c0 = 0, c1 = 1).",
-            other_heads,
-        ),
-        Mistake(
-            "missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.",
-            uncentred,
-        ),
+        Mistake("you summed over the samples; the loss is the mean, so divide by n.", summed),
+        Mistake("you used the other model's readout (tied: c0 = 1, c1 = 2; split: c0 = 0, c1 = 1).", other_heads),
+        Mistake("missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.", uncentred),
     )
 
 
@@ -132,10 +113,12 @@ SAMPLE_GRADIENT = AutoQuestion(
     mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
     forbidden=("xorlib.empirical.empirical_score_gradient",),
+    autograd=False,
 )
 
 
 # ----------------------------------------------------------------------------- q2: the 50% threshold
+# fmt: off
 def threshold_from_fit(n_values, successes, trials):
     """The n at which a logistic fit of successes/trials against ln n crosses 1/2
     (maximum likelihood).
@@ -158,11 +141,10 @@ def threshold_from_fit(n_values, successes, trials):
     a, b = float(theta[0]), float(theta[1])
     return math.exp(-a / b)
     # END SOLUTION
+# fmt: on
 
 
-def _log_likelihood(
-    theta: torch.Tensor, design: torch.Tensor, k: torch.Tensor, m: torch.Tensor
-) -> float:
+def _log_likelihood(theta: torch.Tensor, design: torch.Tensor, k: torch.Tensor, m: torch.Tensor) -> float:
     eta = design @ theta
     return float((k * eta - m * torch.nn.functional.softplus(eta)).sum())
 
@@ -179,10 +161,7 @@ def _fit(t: torch.Tensor, k: torch.Tensor, m: torch.Tensor) -> tuple[float, floa
         step = torch.linalg.solve(hessian, design.T @ (k - m * p))
         current = _log_likelihood(theta, design, k, m)
         scale = 1.0
-        while (
-            _log_likelihood(theta + scale * step, design, k, m) < current - 1e-12
-            and scale > 1e-6
-        ):
+        while _log_likelihood(theta + scale * step, design, k, m) < current - 1e-12 and scale > 1e-6:
             scale /= 2
         theta = theta + scale * step
         if float(step.abs().max()) < 1e-13 * (1 + float(theta.abs().max())):
@@ -190,75 +169,38 @@ def _fit(t: torch.Tensor, k: torch.Tensor, m: torch.Tensor) -> tuple[float, floa
     return float(theta[0]), float(theta[1])
 
 
-def _threshold_reference(
-    n_values: torch.Tensor, successes: torch.Tensor, trials: torch.Tensor
-) -> float:
+def _threshold_reference(n_values: torch.Tensor, successes: torch.Tensor, trials: torch.Tensor) -> float:
     a, b = _fit(torch.log(n_values.double()), successes.double(), trials.double())
     return math.exp(-a / b)
 
 
 def _threshold_case(
-    description: str,
-    n_values: list[int],
-    center: float,
-    width: float,
-    trials: int,
-    *labels: object,
+    description: str, n_values: list[int], center: float, width: float, trials: int, *labels: object
 ) -> Case:
     """Success counts drawn from a logistic curve in ln n (seeded), never all-or-
     nothing at every point.
     """
     n = torch.tensor(n_values, dtype=torch.float64)
     p = torch.sigmoid((torch.log(n) - math.log(center)) / width)
-    counts = torch.binomial(
-        torch.full_like(p, float(trials)),
-        p,
-        generator=generator("ch06-q2", *labels),
-    )
-    counts[0], counts[-1] = (
-        max(float(counts[0]), 1.0),
-        min(float(counts[-1]), trials - 1.0),
-    )  # not separable
+    counts = torch.binomial(torch.full_like(p, float(trials)), p, generator=generator("ch06-q2", *labels))
+    counts[0], counts[-1] = (max(float(counts[0]), 1.0), min(float(counts[-1]), trials - 1.0))  # not separable
     return Case(
         f"{description}: {len(n_values)} sample sizes, {trials} runs each",
-        (
-            n,
-            counts.to(torch.int64),
-            torch.full_like(counts, trials, dtype=torch.int64),
-        ),
+        (n, counts.to(torch.int64), torch.full_like(counts, trials, dtype=torch.int64)),
     )
 
 
 def _threshold_public() -> tuple[Case, ...]:
     return (
-        _threshold_case(
-            "a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"
-        ),
-        _threshold_case(
-            "a gradual transition",
-            [50, 100, 200, 400, 800, 1600, 3200],
-            500.0,
-            1.0,
-            10,
-            "b",
-        ),
+        _threshold_case("a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"),
+        _threshold_case("a gradual transition", [50, 100, 200, 400, 800, 1600, 3200], 500.0, 1.0, 10, "b"),
     )
 
 
 def _threshold_hidden(seed: int) -> tuple[Case, ...]:
     return (
-        _threshold_case(
-            "a sharp transition",
-            [1000, 1500, 2250, 3375, 5062],
-            2000.0,
-            0.3,
-            40,
-            "c",
-            seed,
-        ),
-        _threshold_case(
-            "few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d", seed
-        ),
+        _threshold_case("a sharp transition", [1000, 1500, 2250, 3375, 5062], 2000.0, 0.3, 40, "c", seed),
+        _threshold_case("few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d", seed),
     )
 
 
@@ -274,25 +216,14 @@ def _threshold_mistakes() -> tuple[Mistake, ...]:
         frac = (successes.double() / trials.double()).tolist()
         t = torch.log(n_values.double()).tolist()
         for k in range(len(frac) - 1):
-            if (frac[k] - 0.5) * (frac[k + 1] - 0.5) <= 0 and frac[k] != frac[
-                k + 1
-            ]:
-                return math.exp(
-                    t[k]
-                    + (0.5 - frac[k]) * (t[k + 1] - t[k]) / (frac[k + 1] - frac[k])
-                )
+            if (frac[k] - 0.5) * (frac[k + 1] - 0.5) <= 0 and frac[k] != frac[k + 1]:
+                return math.exp(t[k] + (0.5 - frac[k]) * (t[k + 1] - t[k]) / (frac[k + 1] - frac[k]))
         return math.nan
 
     return (
-        Mistake(
-            "you returned ln n*, the threshold on the log scale; return n* itself.",
-            log_threshold,
-        ),
+        Mistake("you returned ln n*, the threshold on the log scale; return n* itself.", log_threshold),
         Mistake("you fitted against n; the fit is against ln n.", against_n),
-        Mistake(
-            "you interpolated the raw success fractions; the threshold comes from the fitted curve.",
-            interpolated,
-        ),
+        Mistake("you interpolated the raw success fractions; the threshold comes from the fitted curve.", interpolated),
     )
 
 
@@ -327,18 +258,9 @@ HOW_N_STAR_GROWS = WrittenQuestion(
         "$n^*$ carries."
     ),
     rubric=(
-        Criterion(
-            1,
-            "Plot $\\log n^*$ against $\\log d$: a power law is a line, its slope the exponent.",
-        ),
-        Criterion(
-            1,
-            "Compare with the slopes (or the ratios $n^*/d^2$, $n^*/(d \\log d)$) of both candidates.",
-        ),
-        Criterion(
-            1,
-            "Each $n^*$ has sampling error from the finite number of runs (e.g. a bootstrap interval).",
-        ),
+        Criterion(1, "Plot $\\log n^*$ against $\\log d$: a power law is a line, its slope the exponent."),
+        Criterion(1, "Compare with the slopes (or the ratios $n^*/d^2$, $n^*/(d \\log d)$) of both candidates."),
+        Criterion(1, "Each $n^*$ has sampling error from the finite number of runs (e.g. a bootstrap interval)."),
     ),
     answer=(
         "On log-log axes $n^* \\propto d^\\beta$ is a straight line of slope $\\beta$: fit the slope, "

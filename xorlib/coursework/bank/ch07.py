@@ -23,6 +23,7 @@ CHAPTER = "ch07"
 
 
 # ----------------------------------------------------------------------------- q1: hinge-loss gradients
+# fmt: off
 def hinge_gradients(x, y, w, b, a):
     """Gradients (dw, db, da) of the mean hinge loss of f(x) = sum_j a_j relu(w_j .
     x + b_j).
@@ -40,32 +41,21 @@ def hinge_gradients(x, y, w, b, a):
     dpre = df[:, None] * a[None, :] * (pre > 0).to(x.dtype)
     return dpre.T @ x, dpre.sum(0), da
     # END SOLUTION
+# fmt: on
 
 
-def _hinge_loss(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    w: torch.Tensor,
-    b: torch.Tensor,
-    a: torch.Tensor,
-) -> torch.Tensor:
+def _hinge_loss(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     return torch.clamp(1 - y * (torch.relu(x @ w.T + b) @ a), min=0).mean()
 
 
 def _hinge_reference(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    w: torch.Tensor,
-    b: torch.Tensor,
-    a: torch.Tensor,
+    x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor
 ) -> tuple[torch.Tensor, ...]:
     params = [p.detach().clone().requires_grad_(True) for p in (w, b, a)]
     return torch.autograd.grad(_hinge_loss(x, y, *params), params)
 
 
-def _hinge_case(
-    description: str, n: int, d: int, width: int, *labels: object
-) -> Case:
+def _hinge_case(description: str, n: int, d: int, width: int, *labels: object) -> Case:
     x, y = samples(n, d, pair(d, "ch07-q1", *labels), "ch07-q1", *labels)
     w = gaussian((width, d), 1 / math.sqrt(d), "ch07-q1", "w", *labels)
     b = gaussian((width,), 0.1, "ch07-q1", "b", *labels)
@@ -74,10 +64,7 @@ def _hinge_case(
 
 
 def _hinge_public() -> tuple[Case, ...]:
-    return (
-        _hinge_case("a small network", 8, 4, 3, "a"),
-        _hinge_case("a wider network", 64, 10, 32, "b"),
-    )
+    return (_hinge_case("a small network", 8, 4, 3, "a"), _hinge_case("a wider network", 64, 10, 32, "b"))
 
 
 def _hinge_hidden(seed: int) -> tuple[Case, ...]:
@@ -89,13 +76,9 @@ def _hinge_hidden(seed: int) -> tuple[Case, ...]:
 
 
 def _hinge_mistakes() -> tuple[Mistake, ...]:
-    def everywhere(
-        x, y, w, b, a
-    ):  # the gradient of the mean of 1 - y f, hinge ignored
+    def everywhere(x, y, w, b, a):  # the gradient of the mean of 1 - y f, hinge ignored
         params = [p.detach().clone().requires_grad_(True) for p in (w, b, a)]
-        loss = (
-            1 - y * (torch.relu(x @ params[0].T + params[1]) @ params[2])
-        ).mean()
+        loss = (1 - y * (torch.relu(x @ params[0].T + params[1]) @ params[2])).mean()
         return torch.autograd.grad(loss, params)
 
     def no_relu_mask(x, y, w, b, a):
@@ -109,14 +92,8 @@ def _hinge_mistakes() -> tuple[Mistake, ...]:
         return tuple(x.shape[0] * g for g in _hinge_reference(x, y, w, b, a))
 
     return (
-        Mistake(
-            "you differentiated 1 - y f everywhere; the hinge contributes only where y f < 1.",
-            everywhere,
-        ),
-        Mistake(
-            "the ReLU's derivative is missing: units with w_j . x + b_j <= 0 pass no gradient.",
-            no_relu_mask,
-        ),
+        Mistake("you differentiated 1 - y f everywhere; the hinge contributes only where y f < 1.", everywhere),
+        Mistake("the ReLU's derivative is missing: units with w_j . x + b_j <= 0 pass no gradient.", no_relu_mask),
         Mistake("you summed over the samples; the loss is the mean.", summed),
     )
 
@@ -140,10 +117,12 @@ HINGE_GRADIENTS = AutoQuestion(
     outputs=("dw", "db", "da"),
     mistakes=_hinge_mistakes(),
     hint="dL/df_s = -y_s [y_s f_s < 1] / n; then the chain rule through a and the ReLU mask.",
+    autograd=False,
 )
 
 
 # ----------------------------------------------------------------------------- q2: counting parameters
+# fmt: off
 def parameter_count(d, width):
     """The number of trainable parameters of f(x) = sum_j a_j relu(w_j . x + b_j) on
     d inputs.
@@ -151,36 +130,26 @@ def parameter_count(d, width):
     # BEGIN SOLUTION
     return width * d + width + width  # w, b and a
     # END SOLUTION
+# fmt: on
 
 
 def _count_public() -> tuple[Case, ...]:
-    return (
-        Case("d=20, width=100", (20, 100), d=20),
-        Case("d=1000, width=512", (1000, 512), d=1000),
-    )
+    return (Case("d=20, width=100", (20, 100), d=20), Case("d=1000, width=512", (1000, 512), d=1000))
 
 
 def _count_hidden(seed: int) -> tuple[Case, ...]:
     return (
         Case("d=7, width=1", (7, 1), d=7),
-        Case(
-            f"d={64 + seed % 50}, width=3000",
-            (64 + seed % 50, 3000),
-            d=64 + seed % 50,
-        ),
+        Case(f"d={64 + seed % 50}, width=3000", (64 + seed % 50, 3000), d=64 + seed % 50),
     )
 
 
 def _count_mistakes() -> tuple[Mistake, ...]:
     return (
-        Mistake(
-            "you forgot the biases b_j (one per hidden unit).",
-            lambda d, width: width * (d + 1),
-        ),
+        Mistake("you forgot the biases b_j (one per hidden unit).", lambda d, width: width * (d + 1)),
         Mistake("you counted only the first layer w.", lambda d, width: width * d),
         Mistake(
-            "this network has no output bias: f is sum_j a_j relu(...), nothing added.",
-            lambda d, w: w * (d + 2) + 1,
+            "this network has no output bias: f is sum_j a_j relu(...), nothing added.", lambda d, w: w * (d + 2) + 1
         ),
     )
 
@@ -216,18 +185,9 @@ COMPARE_BUDGETS = WrittenQuestion(
         "model needs fewer samples."
     ),
     rubric=(
-        Criterion(
-            1,
-            "States the counts: logarithmic in $d$ against at least linear in $d$.",
-        ),
-        Criterion(
-            1,
-            "Notes that sample needs are not fixed by parameter counts (the architecture's prior matters).",
-        ),
-        Criterion(
-            1,
-            "Says what would settle it: measured $n^*$ of both, under the same protocol.",
-        ),
+        Criterion(1, "States the counts: logarithmic in $d$ against at least linear in $d$."),
+        Criterion(1, "Notes that sample needs are not fixed by parameter counts (the architecture's prior matters)."),
+        Criterion(1, "Says what would settle it: measured $n^*$ of both, under the same protocol."),
     ),
     answer=(
         "The attention model's codes are fixed and only its queries train, $2m = O(\\log d)$ numbers, "

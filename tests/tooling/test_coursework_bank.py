@@ -11,7 +11,7 @@ import torch
 
 from xorlib.certify import worst_case_loss
 from xorlib.coursework import CheckFailure, check
-from xorlib.coursework._compare import judge
+from xorlib.coursework._compare import as_outputs, judge
 from xorlib.coursework.bank import CHAPTERS, chapter_questions, get_question
 from xorlib.coursework.feedback import expected_outputs, run_case
 from xorlib.coursework.questions import AutoQuestion, Case, WrittenQuestion, stub_source
@@ -26,6 +26,11 @@ SEEDS = (0, 1, 12345)
 
 def _verdicts(question: AutoQuestion, fn, cases):
     return [judge(question, c, run_case(question, fn, c), expected_outputs(question, c)) for c in cases]
+
+
+def _teacher_verdicts(question: AutoQuestion, fn, cases):
+    """As the grader compares a known mistake's outputs: the teacher's code, in the grader, autograd allowed."""
+    return [judge(question, c, as_outputs(fn(*c.args), question.outputs), expected_outputs(question, c)) for c in cases]
 
 
 def test_every_main_chapter_has_two_auto_graded_questions_and_a_written_one() -> None:
@@ -60,10 +65,15 @@ def test_cases_are_enough_and_hidden_ones_are_not_public(question: AutoQuestion)
 def test_every_known_mistake_fails_and_is_diagnosed_by_name(question: AutoQuestion) -> None:
     cases = question.public() + question.hidden(0)
     for mistake in question.mistakes:
-        verdicts = _verdicts(question, mistake.compute, cases)
+        verdicts = _teacher_verdicts(question, mistake.compute, cases)
         failing = [v for v in verdicts if not v.passed]
         assert failing, f"{question.id}: the mistake {mistake.text!r} passes every case"
         assert all(mistake.text in v.message for v in failing), failing[0].message
+
+
+def test_solutions_fit_the_books_code_cells() -> None:
+    long = [(q.id, line) for q in AUTO for line in q.answer_source().splitlines() if len(line) > 84]
+    assert not long, long
 
 
 def test_hidden_cases_follow_the_teachers_seed() -> None:
@@ -192,11 +202,33 @@ def test_check_names_an_off_by_one_normalisation_and_a_stub() -> None:
     with pytest.raises(CheckFailure, match=r"\(d - 1\)\^2 where d\^2 belongs"):
         check("ch02-q2", off_by_one)
 
+
+def test_check_of_an_unanswered_stub_says_so_without_stopping_the_notebook(capsys) -> None:
     def stub(codes, pair, lr):
         raise NotImplementedError
 
-    with pytest.raises(CheckFailure, match="not implemented yet"):
-        check("ch02-q2", stub)
+    check("ch02-q2", stub)  # a fresh student notebook runs from top to bottom
+    assert "ch02-q2: not answered yet" in capsys.readouterr().out
+
+
+def test_autograd_is_disabled_where_a_prompt_forbids_it(capsys) -> None:
+    forbidding = [q for q in AUTO if not q.autograd]
+    assert {q.id for q in forbidding} == {"ch05-q1", "ch06-q1", "ch07-q1"}
+    assert all("without autograd" in q.prompt for q in forbidding)
+    assert not any("without autograd" in q.prompt for q in AUTO if q.autograd)
+
+    def with_autograd(scores, grad):
+        s = scores.clone().requires_grad_(True)
+        return torch.relu(s) / scores.shape[-1], torch.autograd.grad(torch.relu(s) / scores.shape[-1], s, grad)[0]
+
+    with pytest.raises(
+        CheckFailure, match="torch.autograd.grad is disabled here: ch05-q1 asks for this without autograd"
+    ):
+        check("ch05-q1", with_autograd)
+    assert "Warning" not in capsys.readouterr().out
+    x = torch.ones(2, requires_grad=True)
+    (2 * x).sum().backward()  # outside the check, autograd is untouched
+    assert torch.equal(x.grad, torch.full((2,), 2.0))
 
 
 def test_check_flags_overflow_and_wrong_shapes() -> None:
@@ -266,7 +298,10 @@ def test_the_grading_build_leaves_out_every_module_that_answers_a_question(tmp_p
     modules = set(build_modules())
     assert "task" in modules
     assert not modules & {"population", "empirical", "attention", "certify", "model", "codes", "theory", "one_step"}
-    package = write_build(tmp_path)
+    package = write_build(tmp_path) / "xorlib"
     assert not (package / "coursework").exists() and (package / "task.py").is_file()
+    assert (tmp_path / "_runner.py").is_file() and (tmp_path / "_wire.py").is_file()
     forbidden = {name.split(".")[1] for q in AUTO for name in q.forbidden}
     assert forbidden and not forbidden & modules
+    with pytest.raises(RuntimeError, match="would hold xorlib.task"):
+        write_build(tmp_path / "again", forbidden={"task"})

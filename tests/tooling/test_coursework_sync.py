@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
 
+from xorlib.coursework import student_notebooks
 from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
 from xorlib.coursework.render import BEGIN, END
-from xorlib.coursework.student import student_notebook, write_student_versions
+from xorlib.coursework.student import student_notebook
 from xorlib.coursework.sync import sync_chapter, sync_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coursework"
+ROOT = Path(__file__).resolve().parents[2]
 CH02 = [q for q in CHAPTERS["ch02"]]
 
 
@@ -68,7 +72,7 @@ def test_markers_quoted_in_a_code_block_are_not_markers(chapters: Path) -> None:
     path.write_text(text)
     assert sync_chapter(path).status == "updated"
     assert path.read_text().count("::::{exercise}") == 4
-    assert "BODY_VALUE" in student_notebook(path).notebook.cells[1].source
+    assert "BODY_VALUE" in student_notebook(path).cells[1].source
 
 
 def test_sync_command_reports_and_check_mode_fails_when_out_of_date(chapters: Path, capsys) -> None:
@@ -116,9 +120,9 @@ def _secrets() -> list[str]:
 def test_student_versions_hold_stubs_and_checks_and_nothing_secret(chapters: Path, tmp_path: Path) -> None:
     for path in chapters.glob("*.md"):
         sync_chapter(path)
-    messages = write_student_versions(sorted(chapters.glob("*.md")), tmp_path / "student")
+    messages = student_notebooks(sorted(chapters.glob("*.md")), tmp_path / "student")
     assert any("08_no_questions.md: skipped" in m for m in messages)
-    assert any("03_no_markers.md" in m and "appended at its end" in m for m in messages)
+    assert any("03_no_markers.md" in m and "3 question(s)" in m for m in messages)  # exercises appended
     written = sorted(p.name for p in (tmp_path / "student").iterdir())
     assert written == ["02_fixture_chapter.ipynb", "03_no_markers.ipynb", "README.md"]
     for notebook_path in (tmp_path / "student").glob("*.ipynb"):
@@ -140,8 +144,8 @@ def test_student_version_keeps_the_chapter_around_the_region_and_is_deterministi
     path = chapters / "02_fixture_chapter.md"
     sync_chapter(path)
     first, second = student_notebook(path), student_notebook(path)
-    assert nbformat.writes(first.notebook) == nbformat.writes(second.notebook)
-    sources = [c.source for c in first.notebook.cells]
+    assert nbformat.writes(first) == nbformat.writes(second)
+    sources = [c.source for c in first.cells]
     assert sources[1] == "BODY_VALUE = 6 * 7" and sources[-1] == "Text after the exercises stays where it is."
     assert "raise NotImplementedError" in sources[3]  # a solution outside the region is stubbed too
 
@@ -153,7 +157,7 @@ def test_every_bank_chapter_gets_a_student_version(tmp_path: Path) -> None:
         path = tmp_path / f"{chapter[2:]}_chapter.md"
         path.write_text(template)
         paths.append(path)
-    write_student_versions(paths, tmp_path / "student")
+    student_notebooks(paths, tmp_path / "student")
     for chapter, path in zip(CHAPTERS, paths, strict=True):
         notebook = read_notebook(tmp_path / "student" / f"{path.stem}.ipynb")
         ids = [t.removeprefix("answer-") for c in notebook.cells for t in tags(c) if t.startswith("answer-")]
@@ -168,3 +172,45 @@ def test_the_prompt_names_the_function_and_the_check_cell_calls_it() -> None:
                 assert f"`{q.function}(" in q.prompt, q.id
                 assert q.check_source() == f'check("{q.id}", {q.function})'
     assert get_question("ch01-q2").imports.startswith("from xorlib.task import")
+
+
+def _student_edition():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        import student_edition
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+    return student_edition
+
+
+def test_the_student_edition_of_the_book_holds_no_solution_and_its_exercises_run(capsys) -> None:
+    edition = _student_edition()
+    secrets = [s for s in _secrets() if s not in ("BODY-MARKDOWN-SECRET", "BODY-CODE-SECRET")]
+    for path in sorted((ROOT / "chapters").glob("*.md")):
+        chapter = f"ch{path.name[:2]}"
+        text = edition.student_source(f"chapters/{path.stem}", path.read_text())
+        if chapter not in CHAPTERS:
+            assert "{solution}" not in text, path.name
+            continue
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{path.name} leaks {leaked[:3]}"
+        assert all(f":label: {q.id}" in text for q in CHAPTERS[chapter]), path.name  # cross-references still resolve
+        notebook = jupytext.reads(text, fmt="md:myst")
+        if chapter == "ch02":  # its exercise cells run as the book runs them: every check says "not answered yet"
+            namespace: dict = {}
+            for cell in notebook.cells:
+                if cell.cell_type == "code" and {
+                    "coursework-setup",
+                    *[t for t in tags(cell) if t.startswith(("answer-", "check-"))],
+                } & set(tags(cell)):
+                    exec(cell.source, namespace)
+            out = capsys.readouterr().out
+            assert out.count("not answered yet") == len([q for q in CHAPTERS["ch02"] if isinstance(q, AutoQuestion)])
+
+
+def test_the_student_edition_switches_off_the_downloads_of_the_full_sources() -> None:
+    edition = _student_edition()
+    config = types.SimpleNamespace(html_copy_source=True, html_theme_options={"launch_buttons": {"binderhub_url": "x"}})
+    edition._config_inited(None, config)
+    assert config.html_copy_source is False and config.html_theme_options["launch_buttons"] == {}
+    assert config.html_theme_options["use_repository_button"] is False

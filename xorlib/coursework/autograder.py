@@ -1,0 +1,159 @@
+"""The Gradescope autograder: a zip laid out as Gradescope's specification asks, and what runs inside it.
+
+`Gradescope's format <https://gradescope-autograders.readthedocs.io/en/latest/specs/>`_ (the one otter-grader's
+zips follow): at the root of the zip, ``setup.sh`` (run once, as root, to build the image) and ``run_autograder``
+(run for every submission, in ``/autograder``); the zip's contents land in ``/autograder/source``; the submission
+is in ``/autograder/submission``; the result goes to ``/autograder/results/results.json``. Ours also holds
+``requirements.txt`` (every package the grader imports, pinned to the versions it was made with), ``config.json``
+(the chapter, the hidden seed, the points) and ``xorlib/`` (the package itself, bank included). ``setup.sh`` makes
+``/autograder/source`` private to root, so that the answers (a fresh uid in the container tier) cannot read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from .bank import CHAPTERS, chapter_questions
+from .questions import AutoQuestion
+
+__all__ = []  # xorlib.coursework exports autograder_zip
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, to build the autograder's image.
+set -euo pipefail
+ROOT="${XORLIB_AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${PYTHON:-python3}"
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv
+fi
+if [ -z "${XORLIB_BORROW_SITE:-}" ]; then
+  # bubblewrap is optional: where the container allows no namespaces, the container itself is the sandbox.
+  command -v bwrap >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap || true
+  "$PYTHON" -m venv "$ROOT/venv"
+  "$ROOT/venv/bin/python" -m pip install --quiet -r "$ROOT/source/requirements.txt"
+else  # offline (the tests): a fresh environment that borrows the packages of an existing one
+  "$PYTHON" -m venv --without-pip "$ROOT/venv"
+  SITE="$("$ROOT/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$XORLIB_BORROW_SITE" > "$SITE/xorlib-borrowed.pth"
+fi
+chmod -R go-rwx "$ROOT/source"  # the bank and the hidden seed: nothing the answers may read
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission, as root, in /autograder.
+set -uo pipefail
+ROOT="${XORLIB_AUTOGRADER_ROOT:-/autograder}"
+mkdir -p "$ROOT/results"
+chmod -R go-rwx "$ROOT/source" "$ROOT/submission" "$ROOT/results"
+cd "$ROOT"
+PYTHONPATH="$ROOT/source" exec "$ROOT/venv/bin/python" -m xorlib.coursework gradescope --root "$ROOT"
+"""
+
+
+def pinned_requirements() -> list[str]:
+    """``name==version`` for every distribution the grader imports, and everything they require (markers honoured)."""
+    from packaging.requirements import Requirement
+
+    import xorlib.coursework  # noqa: F401  (what the grader imports is what must be installed)
+
+    owners = metadata.packages_distributions()
+    imported = {d for m in list(sys.modules) if "." not in m for d in owners.get(m, ()) if d.lower() != "xorlib"}
+    todo = sorted(imported | {"jupytext"})  # imported only when a submission is a .md file
+    found: dict[str, str] = {}
+    while todo:
+        name = todo.pop()
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in found:
+            continue
+        found[key] = f"{dist.metadata['Name']}=={dist.version}"
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return [found[k] for k in sorted(found)]
+
+
+def _chapter(chapter: object) -> str:
+    text = (
+        str(chapter).removeprefix("ch").zfill(2)
+        if isinstance(chapter, (str, int)) and not isinstance(chapter, bool)
+        else ""
+    )
+    if f"ch{text}" not in CHAPTERS or not chapter_questions(f"ch{text}", AutoQuestion):
+        raise ValueError(
+            f"chapter must be a chapter of the bank with auto-graded questions ({', '.join(CHAPTERS)}), got {chapter!r}"
+        )
+    return f"ch{text}"
+
+
+def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, points: dict) -> tuple[Path, int]:
+    """Write the autograder zip for ``chapter``; return its path and the hidden seed stored in it.
+
+    Without a seed (and not ``practice``), a private one is drawn at random (:mod:`secrets`).
+    """
+    chapter = _chapter(chapter)
+    seed = (0 if practice else secrets.randbelow(2**62) + 1) if seed is None else seed
+    package = Path(__file__).resolve().parents[1]
+    requirements = ["--extra-index-url https://download.pytorch.org/whl/cpu", *pinned_requirements()]
+    config = {"chapter": chapter, "seed": seed, "practice": practice, "points": points}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o100755 << 16  # executable, as Gradescope runs them
+            archive.writestr(info, text)
+        archive.writestr("requirements.txt", "\n".join(requirements) + "\n")
+        archive.writestr("config.json", json.dumps(config, indent=1) + "\n")
+        for path in sorted(package.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                archive.write(path, Path("xorlib") / path.relative_to(package))
+    return out, seed
+
+
+def run(root: Path) -> int:
+    """Inside Gradescope: grade ``root/submission``, write ``root/results/results.json``; 1 if it was not graded."""
+    from . import _grading
+    from .gradebook import Config, find_submissions
+    from .grading import grade_path
+    from .sandbox import SandboxUnavailable
+
+    config = json.loads((root / "source" / "config.json").read_text())
+    found, refused, _ = find_submissions(root / "submission", None)
+    paths = sorted((p for ps in found.values() for p in ps), key=lambda p: p.lstat().st_mtime, reverse=True)
+    result = {"score": 0, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+    if not paths:
+        why = "; ".join(f"{f}: {w}" for f, w in refused) or "no .ipynb or .md notebook"
+        result["output"] = f"Not graded: the submission holds no notebook that can be graded ({why})."
+    else:
+        private = [root / "source", root / "submission", root / "results"]
+        try:
+            grading = _grading(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
+                               False, Config(points=config["points"]), private)  # fmt: skip
+        except SandboxUnavailable as err:
+            result["output"] = f"Not graded: {err}"
+            (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+            print(result["output"])
+            return 1
+        report = grade_path(paths[0], "submission", grading)
+        if report.chapter not in (None, config["chapter"]):
+            result["output"] = f"Not graded: this assignment is {config['chapter']}, the notebook is {report.chapter}."
+        else:
+            result = report.gradescope()
+            if len(paths) > 1:
+                result["output"] += f"; {len(paths)} notebooks submitted: graded the latest, {paths[0].name}"
+        print(report)
+    (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    import xorlib
+
+    print(f"xorlib from {Path(xorlib.__file__).parent}")
+    return 0 if result["tests"] and "Not graded" not in result["output"] and "not graded" not in result["output"] else 1
