@@ -4,14 +4,15 @@ Each entry names the claim, the model it is about, what the book establishes
 (``proved``, ``proved (conditional)``, ``observed``, ``heuristic``, ``cited``,
 ``reconstructed``), where (a chapter and, for results, the label of the theorem
 or section), and the test that fails if the claim breaks. ``tests/test_claims.py``
-checks that every label exists in its chapter and every test exists.
+checks that every label exists in its chapter and every test exists. No IPython here:
+the table is :func:`xorlib.report.html_table`'s, which Jupyter and the book display.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from IPython.display import HTML
+from .report import html_table
 
 __all__ = ["claims_table"]
 
@@ -67,16 +68,14 @@ CLAIMS = (
 )  # fmt: skip
 
 
-def claims_table(prefix: str = "") -> HTML:
-    """The status table as HTML, each claim linked to its place in the book (``prefix``: path from the page to the root)."""
-    if not isinstance(prefix, str):
-        raise TypeError(
-            f"prefix must be a str (the path from the page to the book's root), got {type(prefix).__name__}"
-        )
-    rows = "".join(
-        f"<tr><td>{c.claim}</td><td>{c.model}</td><td class='status-{c.status.split()[0]}'>{c.status}</td>"
-        f"<td><a href='{prefix}chapters/{c.chapter}.html#{c.label}'>{c.chapter.split('_', 1)[0]}: {c.label}</a></td></tr>"
+def claims_table() -> object:
+    """The status table as the book's HTML table (:func:`xorlib.report.html_table`): claim, model, status, and where.
+
+    ``where`` names the chapter and the label of its theorem or section (``02: thm-tied``).
+    """
+    rows = [
+        {"claim": c.claim, "model": c.model, "status": c.status, "where": f"{c.chapter.split('_', 1)[0]}: {c.label}"}
         for c in CLAIMS
-    )
-    header = "<tr><th>claim of the abstract</th><th>model</th><th>status in this book</th><th>where</th></tr>"
-    return HTML(f"<div class='xorlib-table-wrap'><table class='xorlib-table'>{header}{rows}</table></div>")
+    ]
+    columns = {"claim": "claim of the abstract", "model": "model", "status": "status in this book", "where": "where"}
+    return html_table(rows, columns)

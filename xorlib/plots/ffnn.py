@@ -9,8 +9,8 @@ from matplotlib.figure import Figure
 
 from .._checks import check_members
 from ..experiments._criteria import LEARNERS
-from ..experiments.ffnn import LrGridResult, SameCriterionResult
-from ..experiments.linear_models import LinearBoundResult
+from ..experiments._ffnn import LrGridResult, SameCriterionResult
+from ..experiments._linear_models import LinearBoundResult
 from .style import PALETTE, subplots
 
 __all__ = ["plot_linear_bound", "plot_lr_grid", "plot_same_criterion"]

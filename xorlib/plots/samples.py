@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._checks import check_choice, check_instance, check_numbers, check_sequence
-from ..experiments.finite_samples import CRITERIA, SuccessGrid
+from ..experiments._finite_samples import SuccessGrid
 
 __all__ = ["plot_sample_thresholds", "plot_success_curves"]
 
@@ -21,7 +21,7 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
     """The fraction of draws that succeed against :math:`n/d^2`, one line per ``d``."""
     for k, grid in enumerate(check_sequence("grids", grids)):
         check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (see xorlib.experiments.finite_samples)")
-    criterion = check_choice("criterion", criterion, CRITERIA)
+    criterion = check_choice("criterion", criterion, ("worst case", "signs"))
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")

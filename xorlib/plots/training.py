@@ -8,8 +8,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .._checks import check_members
-from ..experiments.authors import AuthorsResult, AuthorsRuns
-from ..experiments.multistep import MultistepResult
+from ..experiments._authors import AuthorsResult, AuthorsRuns
+from ..experiments._multistep import MultistepResult
 from .style import PALETTE, subplots
 
 __all__ = ["plot_authors_attention", "plot_authors_margins", "plot_multistep"]

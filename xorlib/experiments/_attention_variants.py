@@ -4,32 +4,37 @@ For each normaliser, model and code dimension, one population gradient step from
 the model's start, at every sharpness of a wide grid (``1e-3`` to ``max(1e4, 10 d)``);
 the reported value is the **best** certified worst case over the grid (an oracle
 choice that favours the alternatives: it uses the pair). The certificate is
-:func:`xorlib.certify.worst_case_loss`, sound for any weights.
-``python -m xorlib.experiments.attention_variants --full`` runs the full grid.
+:func:`xorlib.certify.worst_case_loss`'s, sound for any weights. Experiments
+``attention_variants`` and ``attention_best``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
+import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_float, check_int, check_pair, check_seed, check_sequence
-from ..attention import ATTENTION_KINDS, _weights
-from ..certify import worst_case_loss
+from .._certificate import WorstCase, of_weights
+from .._contract import Between, Heads, Items, Seed, config
+from .._moments import loss_of_weights, population_objective
+from .._normalisers import NORMALISERS, AttentionKind
+from .._runtime import progress
 from ..codes import Codes
-from ..model import HEADS, ModelConfig
-from ..population import loss_of_weights, population_gradient, population_loss
-from ..runtime import progress
+from ..model import ModelConfig
 from ..task import random_pair
-from ._criteria import check_ds
-from ._runner import experiment
+from ._registry import experiment
 
-__all__ = ["variant_step", "variant_table"]
+HEADS = ("tied", "split")
+#: Dimensions of this experiment: dense codes, one-hot codes d x d, and a grid of steps of (K, 2, d) weights.
+VariantDimension = Annotated[int, Between(4, 4096)]
+
+
+def _population_gradient(config: ModelConfig, queries: torch.Tensor, codes: torch.Tensor, pair) -> torch.Tensor:
+    """The population gradient in the queries (``xorlib.population.population``'s, without the checks)."""
+    return population_objective(queries @ codes.T, pair, config.readout, config.normaliser)[1] @ codes
 
 
 def kappa_grid(d: int, per_decade: int = 6) -> torch.Tensor:
@@ -51,15 +56,15 @@ def best_worst_case(config: ModelConfig, pair: tuple[int, int], kappas: torch.Te
     codes = config.codes.dense()
     q0 = config.initial_queries()
     _, c1 = config.readout
-    grad = population_gradient(q0, codes, pair, heads=config.heads, attention=config.attention)
+    grad = _population_gradient(config, q0, codes, pair)
     if not bool(grad.any()):  # a stationary start: no step moves it
-        stuck = worst_case_loss(_weights(q0 @ codes.T, config.attention), pair, heads=config.heads)
+        stuck = of_weights(config.normaliser.weights(q0 @ codes.T), pair, config)
         return float(stuck.upper), 0.0, float(stuck.lower)
     steps = q0 - (kappas * config.d**2 / c1).view(-1, 1, 1) * grad  # (K, 2, m)
     scores = steps @ codes.T
     if config.attention == "componentwise":  # e^s overflows: such steps are worse than any finite loss
         scores = torch.where(scores > 700, torch.full_like(scores, 700.0), scores)
-    certificate = worst_case_loss(_weights(scores, config.attention), pair, heads=config.heads)
+    certificate = of_weights(config.normaliser.weights(scores), pair, config)
     worst = torch.nan_to_num(certificate.upper, nan=float("inf"), posinf=float("inf"))
     best = int(torch.argmin(worst))
     attained = torch.nan_to_num(certificate.lower, nan=float("inf"), posinf=float("inf"))  # overflowed: enormous losses
@@ -75,7 +80,7 @@ class VariantStep:
     kappa: float
     weights_before: torch.Tensor  # (2, d)
     weights_after: torch.Tensor  # (2, d)
-    worst_case: object  # xorlib.certify.WorstCase of the weights after the step
+    worst_case: WorstCase  # of the weights after the step
     mean_loss_after: float
 
 
@@ -85,29 +90,29 @@ def variant_step(config: ModelConfig, pair: tuple[int, int], kappa: float) -> Va
     Component-wise scores are capped at 700 so that :math:`e^s` stays finite; the
     certificate of such a step is enormous, as it should be.
     """
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-    kappa = check_float("kappa", kappa, minimum=0.0, maximum=1e15)
     codes = config.codes.dense()
-    pair = check_pair("pair", pair, config.d)
     q0 = config.initial_queries()
     _, c1 = config.readout
-    grad = population_gradient(q0, codes, pair, heads=config.heads, attention=config.attention)
+    grad = _population_gradient(config, q0, codes, pair)
     q = q0 - (kappa * config.d**2 / c1) * grad
     scores = q @ codes.T
     if config.attention == "componentwise":
         scores = scores.clamp(max=700.0)
-    weights = _weights(scores, config.attention)
-    loss = (
-        population_loss(q, codes, pair, heads=config.heads, attention=config.attention)
-        if config.attention != "componentwise"
-        else None
-    )
-    return VariantStep(
-        config, pair, kappa, _weights(q0 @ codes.T, config.attention), weights,
-        worst_case_loss(weights, pair, heads=config.heads),
-        float(loss) if loss is not None else float(loss_of_weights(weights, pair, heads=config.heads)),
+    weights = config.normaliser.weights(scores)
+    if config.attention != "componentwise":
+        loss = loss_of_weights(config.normaliser.weights(q @ codes.T), pair, config.readout)
+    else:
+        loss = loss_of_weights(weights, pair, config.readout)
+    worst = of_weights(weights, pair, config)
+    # Losses of degree four in weights near e^700 overflow (inf - inf is NaN): report the overflow as +inf.
+    worst = WorstCase(
+        lower=torch.nan_to_num(worst.lower, nan=torch.inf), upper=torch.nan_to_num(worst.upper, nan=torch.inf),
+        exact=worst.exact, margin=torch.nan_to_num(worst.margin, nan=-torch.inf),
     )  # fmt: skip
+    mean = float(loss)
+    return VariantStep(
+        config, pair, kappa, config.normaliser.weights(q0 @ codes.T), weights, worst, mean if mean == mean else math.inf
+    )
 
 
 @dataclass(frozen=True)
@@ -142,20 +147,20 @@ def _dims(d: int) -> tuple[tuple[int, str], ...]:
     return tuple(dict.fromkeys(dims))
 
 
-@experiment
-def variant_table(
-    ds: tuple[int, ...] = (16, 64, 256),
-    kinds: tuple[str, ...] = ATTENTION_KINDS,
-    *,
-    draws: int = 3,
-    first_seed: int = 1000,
-) -> VariantTable:
-    """The best certified worst case of one population step, for every normaliser, model, ``d`` and code dimension."""
-    ds = check_ds(ds, 4)
-    kinds = tuple(
-        check_choice(f"kinds[{k}]", kind, ATTENTION_KINDS) for k, kind in enumerate(check_sequence("kinds", kinds))
-    )
-    draws, first_seed = check_int("draws", draws, minimum=1), check_seed("first_seed", first_seed)
+@config
+class VariantsPlan:
+    """Dimensions (at most 4096), normalisers, draws per case (at most 1000) from ``first_seed``."""
+
+    ds: Annotated[tuple[VariantDimension, ...], Items(1, 16)] = (16, 64, 256)
+    kinds: Annotated[tuple[AttentionKind, ...], Items(1, 5)] = tuple(NORMALISERS)
+    draws: Annotated[int, Between(1, 1000)] = 3
+    first_seed: Seed = 1000
+
+
+@experiment("attention_variants", book=VariantsPlan(), full=VariantsPlan(ds=(16, 64, 256, 1024), draws=10))
+def variant_table(plan: VariantsPlan) -> VariantTable:
+    """Softmax against the other normalisers: the best certified worst case of one population step, per model, d and m."""
+    ds, kinds, draws, first_seed = plan.ds, plan.kinds, plan.draws, plan.first_seed
     rows = []
     cases = [
         (kind, heads, d, m, code_kind) for d in ds for m, code_kind in _dims(d) for heads in HEADS for kind in kinds
@@ -171,21 +176,42 @@ def variant_table(
     return VariantTable(tuple(rows), first_seed)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m xorlib.experiments.attention_variants [--full]``: the best worst case per normaliser."""
-    parser = argparse.ArgumentParser(description="Softmax against the other normalisers.")
-    parser.add_argument("--full", action="store_true", help="more d and draws")
-    args = parser.parse_args(argv)
-    table = variant_table((16, 64, 256, 1024), draws=10) if args.full else variant_table()
-    for row in table.rows:
-        print(
-            f"{row.attention:>14} {row.heads:>6} d={row.d:<5} m={row.m:<5} {row.code_kind:>8}: "
-            f"best certified worst case {max(row.best):.3g}; at every step some input has loss >= {min(row.floor):.3g}"
-        )
-    return 0
+@dataclass(frozen=True)
+class BestStep:
+    """One normaliser's best step of the grid: the smallest certified worst case, its sharpness, the attained floor."""
+
+    attention: str
+    best: float
+    kappa: float
+    floor: float
 
 
-if __name__ == "__main__":  # run the package's module, so results carry the package's types
-    from xorlib.experiments.attention_variants import main as package_main
+@dataclass(frozen=True)
+class BestSteps:
+    """One :class:`BestStep` per normaliser of the plan, for one model, ``d`` and seed."""
 
-    sys.exit(package_main())
+    d: int
+    heads: str
+    seed: int
+    rows: tuple[BestStep, ...]
+
+
+@config
+class BestPlan:
+    """The explorer's default setting: one ``d`` (at most 4096), model and seed, and the normalisers to try."""
+
+    d: VariantDimension = 64
+    heads: Heads = "split"
+    kinds: Annotated[tuple[AttentionKind, ...], Items(1, 5)] = ("linear", "componentwise")
+    seed: Seed = 0
+
+
+@experiment("attention_best", book=BestPlan(), full=BestPlan(kinds=tuple(NORMALISERS)))
+def attention_best(plan: BestPlan) -> BestSteps:
+    """One population step of each normaliser at its best sharpness, at the explorer's default setting (seed 0)."""
+    pair = random_pair(plan.d, seed=plan.seed)
+    rows = []
+    for kind in plan.kinds:
+        config = ModelConfig(plan.d, plan.heads, attention=kind, code_seed=plan.seed, init_seed=plan.seed)
+        rows.append(BestStep(kind, *best_worst_case(config, pair, kappa_grid(plan.d))))
+    return BestSteps(plan.d, plan.heads, plan.seed, tuple(rows))

@@ -41,12 +41,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .. import _random
-from .._checks import check_dtype, check_float, check_int, check_pair, check_seed, check_size, check_tensor
-from ..task import MAX_ENUMERATION_D, all_inputs
-from .training import DivergenceError
-
-__all__ = ["BARAK_LRS", "MLPConfig", "hinge_gradients", "train_mlp"]
+from .._random import bytes_to_signs, generator, random_bytes
+from ..task import all_inputs
+from ._training import DivergenceError
 
 #: The learning-rate grid of Barak et al. (2022).
 BARAK_LRS = (0.001, 0.01, 0.1, 1.0)
@@ -54,7 +51,7 @@ BARAK_LRS = (0.001, 0.01, 0.1, 1.0)
 BARAK_EVAL_N = 2**13
 _BLOCK = 64  # SGD steps whose fresh minibatches are drawn at once
 _CHUNK = 4096  # inputs per chunk when evaluating on many inputs
-_MAX_EXACT_D = min(20, MAX_ENUMERATION_D)  # largest d whose 2^d inputs are enumerated
+_MAX_EXACT_D = 20  # largest d whose 2^d inputs are enumerated
 
 
 @dataclass(frozen=True)
@@ -87,15 +84,6 @@ class MLPConfig:
     eval_n: int = BARAK_EVAL_N
     screen: int = 4
 
-    def __post_init__(self) -> None:
-        check_int("d", self.d, minimum=2, maximum=4096)
-        check_int("width", self.width, minimum=1, maximum=65536)
-        object.__setattr__(self, "lr", check_float("lr", self.lr, minimum=0.0, maximum=1e6, strict_minimum=True))
-        check_int("batch", self.batch, minimum=1, maximum=65536)
-        check_int("max_steps", self.max_steps, minimum=1, maximum=10**7)
-        check_int("eval_n", self.eval_n, minimum=1, maximum=2**22)
-        check_int("screen", self.screen, minimum=0, maximum=10**4)
-
     @property
     def parameters(self) -> int:
         r"""Trainable numbers of one network, :math:`W(d + 2) + 1`."""
@@ -118,17 +106,13 @@ class MLPParams(NamedTuple):
 
 def init_mlp(d: int, width: int, *, models: int = 1, seed: int = 0, dtype: torch.dtype = torch.float32) -> MLPParams:
     r"""PyTorch's default initialisation for ``models`` networks; network ``k`` from the stream ``(seed, k)``."""
-    d, width = check_int("d", d, minimum=2, maximum=4096), check_int("width", width, minimum=1, maximum=65536)
-    models, seed = check_int("models", models, minimum=1, maximum=10**4), check_seed("seed", seed)
-    dtype = check_dtype("dtype", dtype)
-    check_size(f"init_mlp(models={models}, width={width}, d={d})", models * width * (d + 2), 8)
 
     def uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
         return (2 * torch.rand(shape, generator=gen, dtype=torch.float64) - 1) / math.sqrt(fan_in)
 
     parts = []
     for k in range(models):
-        gen = _random.generator(seed, "mlp-init", k, d, width)
+        gen = generator(seed, "mlp-init", k, d, width)
         parts.append(
             (
                 uniform(gen, (width, d), d),
@@ -140,26 +124,9 @@ def init_mlp(d: int, width: int, *, models: int = 1, seed: int = 0, dtype: torch
     return MLPParams(*(torch.stack(group).to(dtype) for group in zip(*parts, strict=True)))
 
 
-def _check_params(params: object) -> MLPParams:
-    if not isinstance(params, MLPParams):
-        raise TypeError(f"params must be an MLPParams (see init_mlp), got {type(params).__name__}")
-    first = check_tensor("params.first", params.first, ndim=3)
-    models, width, _ = first.shape
-    kw = {"dtype": first.dtype, "device": first.device}
-    check_tensor("params.first_bias", params.first_bias, ndim=2, shape={0: models, 1: width}, **kw)
-    check_tensor("params.second", params.second, ndim=2, shape={0: models, 1: width}, **kw)
-    check_tensor("params.second_bias", params.second_bias, ndim=1, shape={0: models}, **kw)
-    return params
-
-
-def _check_inputs(params: MLPParams, x: object) -> torch.Tensor:
-    models, _, d = params.first.shape
-    x = check_tensor("x", x, ndim=(2, 3), shape={-1: d}, dtype=params.first.dtype, device=params.first.device)
-    if x.ndim == 2:
-        return x.unsqueeze(0).expand(models, *x.shape)
-    if x.shape[0] != models:
-        raise ValueError(f"x must have shape (n, {d}) or (models={models}, n, {d}), got {tuple(x.shape)}")
-    return x
+def _per_network(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
+    """Inputs ``(n, d)`` shared by every network, or ``(M, n, d)``, as ``(M, n, d)``."""
+    return x.unsqueeze(0).expand(params.models, *x.shape) if x.ndim == 2 else x
 
 
 def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -171,8 +138,7 @@ def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 def mlp_forward(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     """Outputs :math:`f(x)` of every network, shape ``(M, n)``; ``x`` is ``(n, d)`` (shared) or ``(M, n, d)``."""
-    params = _check_params(params)
-    return _forward(params, _check_inputs(params, x))[1]
+    return _forward(params, _per_network(params, x))[1]
 
 
 def _hinge_step(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tuple[MLPParams, torch.Tensor]:
@@ -196,20 +162,14 @@ def hinge_gradients(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tupl
 
     ``x`` is ``(B, d)`` or ``(M, B, d)``, ``y`` is ``(B,)`` or ``(M, B)``.
     """
-    params = _check_params(params)
-    x = _check_inputs(params, x)
-    y = check_tensor("y", y, ndim=(1, 2), shape={-1: x.shape[1]}, dtype=x.dtype, device=x.device)
+    x = _per_network(params, x)
     y = y.expand(x.shape[0], -1) if y.ndim == 1 else y
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(f"y must have shape ({x.shape[1]},) or ({x.shape[0]}, {x.shape[1]}), got {tuple(y.shape)}")
     grads, margin = _hinge_step(params, x, y)
     return grads, torch.clamp(1.0 - margin, min=0.0).mean(-1)
 
 
-def _pair_index(pairs: Sequence[tuple[int, int]], d: int) -> torch.Tensor:
-    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence) or len(pairs) == 0:
-        raise TypeError(f"pairs must be a non-empty sequence of pairs (i, j), one per network, got {pairs!r}")
-    return torch.tensor([check_pair(f"pairs[{k}]", p, d) for k, p in enumerate(pairs)], dtype=torch.long)
+def _pair_index(pairs: Sequence[tuple[int, int]]) -> torch.Tensor:
+    return torch.tensor([sorted(p) for p in pairs], dtype=torch.long)
 
 
 def _labels(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -221,8 +181,8 @@ def _labels(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 def _fresh(gens: Sequence[torch.Generator], rows: int, d: int, dtype: torch.dtype) -> torch.Tensor:
     """``(M, rows, d)`` fresh uniform signs, network ``k`` from its own generator."""
     per_row = (d + 7) // 8
-    packed = torch.stack([_random.random_bytes(g, rows * per_row).view(rows, per_row) for g in gens])
-    return _random.bytes_to_signs(packed, d, dtype)
+    packed = torch.stack([random_bytes(g, rows * per_row).view(rows, per_row) for g in gens])
+    return bytes_to_signs(packed, d, dtype)
 
 
 def _sgd(
@@ -235,7 +195,7 @@ def _sgd(
     caller may change ``active`` between steps. Raises :class:`DivergenceError`.
     """
     models, d, lr = params.models, config.d, config.lr
-    gens = [_random.generator(seed, "mlp-data", k, d) for k in range(models)]
+    gens = [generator(seed, "mlp-data", k, d) for k in range(models)]
     step = 0
     while step < config.max_steps:
         block = min(_BLOCK, config.max_steps - step)
@@ -291,15 +251,13 @@ def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int 
     DivergenceError
         If any network's outputs become NaN or infinite.
     """
-    if not isinstance(config, MLPConfig):
-        raise TypeError(f"config must be an MLPConfig, got {type(config).__name__}")
-    index, seed = _pair_index(pairs, config.d), check_seed("seed", seed)
+    index = _pair_index(pairs)
     models = index.shape[0]
     start = time.perf_counter()
     params = init_mlp(config.d, config.width, models=models, seed=seed)
     active = torch.ones(models, dtype=torch.bool)
     streak = torch.zeros(models, dtype=torch.long)
-    eval_gens = [_random.generator(seed, "mlp-eval", k, config.d) for k in range(models)]
+    eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in range(models)]
     success: list[int | None] = [None] * models
     with torch.no_grad():
         for step, correct in _sgd(params, config, index, seed, active):
@@ -334,14 +292,7 @@ def mlp_snapshots(
 
     ``steps`` must be increasing and at most ``config.max_steps``.
     """
-    if not isinstance(config, MLPConfig):
-        raise TypeError(f"config must be an MLPConfig, got {type(config).__name__}")
-    index, seed = _pair_index(pairs, config.d), check_seed("seed", seed)
-    if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence) or len(steps) == 0:
-        raise TypeError(f"steps must be a non-empty sequence of step counts, got {steps!r}")
-    wanted = [check_int(f"steps[{k}]", s, minimum=1, maximum=config.max_steps) for k, s in enumerate(steps)]
-    if wanted != sorted(set(wanted)):
-        raise ValueError(f"steps must be strictly increasing, got {tuple(wanted)}")
+    index, wanted = _pair_index(pairs), list(steps)
     start = time.perf_counter()
     params = init_mlp(config.d, config.width, models=index.shape[0], seed=seed)
     active = torch.ones(index.shape[0], dtype=torch.bool)
@@ -369,22 +320,14 @@ def min_margin(
     estimate, not a certificate. The hinge loss is below :math:`\varepsilon` on every
     input iff the margin exceeds :math:`1 - \varepsilon`; every sign is right iff it is positive.
     """
-    params = _check_params(params)
     models, _, d = params.first.shape
-    index = _pair_index(pairs, d)
-    if index.shape[0] != models:
-        raise ValueError(f"pairs must name one pair per network ({models}), got {index.shape[0]}")
+    index = _pair_index(pairs)
     dtype = params.first.dtype
-    if samples is None:
-        if d > _MAX_EXACT_D:
-            raise ValueError(
-                f"min_margin enumerates all 2^d inputs only for d <= {_MAX_EXACT_D}, got d = {d}; pass samples="
-            )
+    if samples is None:  # d <= 20
         inputs = all_inputs(d, dtype=dtype).to(params.first.device)
         chunks = (inputs[s : s + _CHUNK].expand(models, -1, -1) for s in range(0, inputs.shape[0], _CHUNK))
     else:
-        samples, seed = check_int("samples", samples, minimum=1, maximum=2**24), check_seed("seed", seed)
-        gens = [_random.generator(seed, "mlp-margin", k, d) for k in range(models)]
+        gens = [generator(seed, "mlp-margin", k, d) for k in range(models)]
         sizes = [min(_CHUNK, samples - s) for s in range(0, samples, _CHUNK)]
         chunks = (_fresh(gens, rows, d, dtype).to(params.first.device) for rows in sizes)
     smallest = torch.full((models,), math.inf, dtype=dtype, device=params.first.device)

@@ -1,4 +1,4 @@
-r"""One gradient step, for either model: the reader-facing :func:`one_step`.
+r"""One gradient step, for either model: the reader-facing :func:`xorlib.one_step`.
 
 The learner starts from the model's start (:class:`xorlib.model.ModelConfig`),
 computes the gradient of the loss (the population gradient in closed form, or
@@ -16,8 +16,8 @@ Step-size rules, none of which knows the hidden pair:
   largest entries as its pair and scans step sizes for the smallest whose
   certificate, computed *for that believed pair*, is below :math:`\varepsilon`
   (else the one that minimises it);
-* ``"lattice"`` (tied model): :func:`xorlib.theory.lattice_sharpness`, from
-  :math:`d`, the codes' lattice step and :math:`\varepsilon` only;
+* ``"lattice"`` (tied model): :func:`xorlib.theory.tied_sharpness` at the codes'
+  lattice step, from :math:`d`, the lattice step and :math:`\varepsilon` only;
 * a number: that sharpness :math:`\kappa`.
 
 The population step streams over the positions (:mod:`xorlib._stream`): memory
@@ -30,46 +30,46 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import torch
 
-from . import _samples, _stream
-from ._checks import (
-    check_choice,
-    check_device,
-    check_float,
-    check_instance,
-    check_int,
-    check_numbers,
-    check_pair,
-    check_seed,
-    check_sequence,
-    check_size,
-    check_tensor,
+from .._certificate import WorstCase, certificate
+from .._checks import check_pair, check_size
+from .._contract import MAX_D, MAX_SAMPLE_ENTRIES, Between, Device, Heads, Pair, Seed, config, public
+from .._moments import OffPair, deviation_loss
+from .._packed import BlockView
+from .._runtime import threads
+from .._samples import chunk_rows, score_gradients
+from .._stream import (
+    HeadStats,
+    after_step,
+    code_views,
+    head_stats,
+    pair_deviations,
+    population_gradient,
+    population_loss,
+    scores,
+    top_scores,
 )
-from .certify import WorstCase, _certify_summary
-from .codes import BlockView
-from .model import ModelConfig
-from .population import _deviation_loss
-from .runtime import threads
-from .task import random_pair
-from .theory import lattice_sharpness, split_step_from_gaps, tied_rest_target
+from ..model import ModelConfig
+from ..task import random_pair
+from ..theory import split_step_from_gaps, tied_rest_target, tied_sharpness
 
-__all__ = ["OneStepConfig", "OneStepResult", "learning_curve", "one_step", "run_one_step", "worst_case_curve"]
-
-STEP_RULES = ("certified", "lattice")
 #: Weights of both heads are kept in the result up to this many positions.
 KEEP_WEIGHTS = 2**20
 #: The tied model's certified rule scans this many step sizes up to this many positions (beyond: the margin form).
 SCAN_POINTS, SCAN_UP_TO = 121, 2**18
-#: The largest ``d`` one step streams over: a pass costs about 0.2 µs per position (minutes at this size).
-MAX_D = 10**9
+#: The largest score magnitude after a step that float64 certifies: each log-weight is then known to within
+#: ``16 eps (|s| + ln d + 1) < 4e-3``; beyond, the certificate's rounding allowance swamps it (NaN, then nothing).
+MAX_CERTIFIED_SCORE = 2.0**40
+#: A step: a rule that chooses it, or a sharpness kappa.
+Step = Literal["certified", "lattice"] | Annotated[float, Between(0.0, 1e12, open_low=True)]
 
 
-@dataclass(frozen=True)
-class OneStepConfig:
+@config
+class StepConfig:
     r"""One step of one model on one task.
 
     Parameters
@@ -91,46 +91,41 @@ class OneStepConfig:
     """
 
     model: ModelConfig
-    pair: tuple[int, int]
-    n: int | None = None
-    data_seed: int = 0
-    step: str | float = "certified"
-    epsilon: float = 1e-6
-    device: str = "cpu"
+    pair: Pair
+    n: Annotated[int | None, Between(1, MAX_SAMPLE_ENTRIES)] = None
+    data_seed: Seed = 0
+    step: Step = "certified"
+    epsilon: Annotated[float, Between(0.0, 2.0, open_low=True)] = 1e-6
+    device: Device = "cpu"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, ModelConfig):
-            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
-        if self.model.attention != "softmax":
-            raise ValueError(f"model.attention must be 'softmax' for one step, got {self.model.attention!r}")
-        check_int("model.d", self.model.d, minimum=4, maximum=MAX_D)
-        object.__setattr__(self, "pair", check_pair("pair", self.pair, self.model.d))
+        model = self.model
+        if model.attention != "softmax":
+            raise ValueError(f"model.attention must be 'softmax' for one step, got {model.attention!r}")
+        object.__setattr__(self, "pair", check_pair("pair", self.pair, model.d))
         if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
-            check_int("n", self.n, minimum=1, maximum=10**10)
-            check_size(f"the dense codes (d={self.model.d}, m={self.model.m})", self.model.d * self.model.m, 8)
-            check_size(f"a chunk of samples (d={self.model.d})", _samples.chunk_rows(self.model.d) * self.model.d, 9)
-        check_seed("data_seed", self.data_seed)
-        if isinstance(self.step, str):
-            check_choice("step", self.step, STEP_RULES)
-            if self.step == "lattice" and self.model.heads != "tied":
+            if self.n * model.d > MAX_SAMPLE_ENTRIES:
                 raise ValueError(
-                    "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
+                    f"n * d must be at most {MAX_SAMPLE_ENTRIES:,} sample entries, got n * d = {self.n * model.d:,}: "
+                    f"at d = {model.d:,} take n <= {MAX_SAMPLE_ENTRIES // model.d:,}"
                 )
-        else:
-            object.__setattr__(
-                self, "step", check_float("step", self.step, minimum=0.0, maximum=1e12, strict_minimum=True)
+            check_size(f"the dense codes (d={model.d}, m={model.m})", model.d * model.m, 8)
+            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * model.d, 9)
+        if self.step == "lattice" and not model.tied:
+            raise ValueError(
+                "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
             )
-        object.__setattr__(
-            self, "epsilon", check_float("epsilon", self.epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
-        )
-        check_device("device", self.device)
+        if self.step == "lattice" and not math.isfinite(model.codes.margin_step):
+            raise ValueError(
+                f"step='lattice' needs sign codes (balanced or iid): code_kind={model.code_kind!r} has no lattice step"
+            )
 
 
 @dataclass(frozen=True)
-class OneStepResult:
+class StepResult:
     """What one step did: the step, the attention of both heads, and the certified worst case over all inputs."""
 
-    config: OneStepConfig
+    config: StepConfig
     rule: str  # the rule that chose the step: "certified", "lattice", "fixed" or the certified rule's fallback
     direction_top: tuple[
         tuple[float, ...], ...
@@ -147,19 +142,6 @@ class OneStepResult:
     mean_loss_after: float
     weights_before: torch.Tensor | None = None  # (2, d), kept for d <= KEEP_WEIGHTS
     weights_after: torch.Tensor | None = None
-
-    def __post_init__(self) -> None:
-        check_instance("config", self.config, OneStepConfig, "a OneStepConfig")
-        check_instance("rule", self.rule, str, "a str")
-        check_instance("worst_case", self.worst_case, WorstCase, "a WorstCase")
-        for name in ("direction_top", "found"):
-            check_instance(name, getattr(self, name), tuple, "a tuple")
-        for name in ("kappa", "lr", "mean_loss_before", "mean_loss_after"):
-            check_instance(name, getattr(self, name), numbers.Real, "a real number")
-        for name in ("queries_before", "queries_after", "pair_weights", "rest_mass"):
-            check_instance(name, getattr(self, name), torch.Tensor, "a tensor")
-        for name in ("weights_before", "weights_after"):
-            check_instance(name, getattr(self, name), (torch.Tensor, type(None)), "a tensor or None")
 
     @property
     def pair(self) -> tuple[int, int]:
@@ -189,26 +171,32 @@ class OneStepResult:
         return tuple(sorted(self.found)) == self.pair
 
 
+@public(options=(ModelConfig, StepConfig), set_here=("attention", "code_seed", "init_seed", "model", "data_seed"))
 def one_step(
-    d: int,
-    heads: str = "split",
-    *,
-    seed: int = 0,
-    pair: tuple[int, int] | None = None,
-    m: int | None = None,
-    n: int | None = None,
-    sigma: float = 1.0,
-    start: str | None = None,
-    step: str | float = "certified",
-    epsilon: float = 1e-6,
-    code_kind: str = "balanced",
-    device: str = "cpu",
-) -> OneStepResult:
+    d: Annotated[int, Between(4, MAX_D)], heads: Heads = "split", *, seed: Seed = 0, pair: Pair | None = None, **options
+) -> StepResult:
     r"""One gradient step of the tied or the split model on a sparse XOR task: the book's one-line entry point.
 
-    ``seed`` draws the codes, the hidden pair (unless ``pair`` is given), the
-    start and the samples, each from its own stream. See :class:`OneStepConfig`
-    for the step rules and :class:`xorlib.model.ModelConfig` for the models.
+    A thin face over the two configs: ``seed`` draws the codes, the hidden pair (unless ``pair`` is
+    given), the start and the samples, each from its own stream, and every other option is a field of
+    :class:`xorlib.model.ModelConfig` (``m``, ``sigma``, ``start``, ``code_kind``) or of the step's config
+    (``n``: samples, ``None`` for the population gradient; ``step``: ``"certified"``, ``"lattice"`` (tied
+    model) or a sharpness :math:`\kappa \in (0, 10^{12}]`; ``epsilon``: the rules' target worst case in
+    :math:`(0, 2]`; ``device``). Single-threaded: on the CPU, bit-identical for any thread setting.
+
+    Returns
+    -------
+    StepResult
+        The step (``kappa``, ``lr``, ``rule``), both heads' queries and attention before and after
+        (``weights_after`` up to :math:`d = 2^{20}`), the weight on the pair and off it, the position each
+        head attends to most (``found``; ``split`` when they are the two hidden bits), the mean loss before
+        and after, and ``worst_case``, the certified bracket on the loss over all :math:`2^d` inputs
+        (``success``: its upper bound is at most ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        For a bad option, or a step too large for float64 to certify (the message gives the steps that can be).
 
     Examples
     --------
@@ -216,18 +204,18 @@ def one_step(
     >>> result.split, result.success
     (True, True)
     """
-    d = check_int("d", d, minimum=4, maximum=MAX_D)
-    seed = check_seed("seed", seed)
-    model = ModelConfig(d, heads, m=m, code_kind=code_kind, code_seed=seed, start=start, sigma=sigma, init_seed=seed)
+    model_options = {name: value for name, value in options.items() if name in _MODEL_OPTIONS}
+    model = ModelConfig(d, heads, code_seed=seed, init_seed=seed, **model_options)
+    step_options = {name: value for name, value in options.items() if name not in _MODEL_OPTIONS}
     pair = random_pair(d, seed=seed) if pair is None else pair
-    config = OneStepConfig(model, pair, n=n, data_seed=seed, step=step, epsilon=epsilon, device=device)
-    return run_one_step(config)
+    return take_step(StepConfig(model, pair, data_seed=seed, **step_options))
 
 
-def run_one_step(config: OneStepConfig) -> OneStepResult:
-    """Take the step described by ``config`` (see the module docstring), single-threaded: on the CPU, bit-identical for any thread setting."""
-    if not isinstance(config, OneStepConfig):
-        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
+_MODEL_OPTIONS = frozenset(field.name for field in dataclasses.fields(ModelConfig))
+
+
+def take_step(config: StepConfig) -> StepResult:
+    """Take the step described by ``config`` (see the module docstring), single-threaded."""
     with threads(1):
         return _run(config)
 
@@ -236,14 +224,14 @@ def run_one_step(config: OneStepConfig) -> OneStepResult:
 class _Gradient:
     """The learner's state after computing its gradient: the passes over the codes, the start, the direction."""
 
-    views: object  # () -> iterable of BlockView
+    views: object  # () -> iterable of block views
     queries: torch.Tensor  # (2, m) at the start
     direction: torch.Tensor  # (2, m): the step is q + kappa * direction
-    stats: _stream.HeadStats
+    stats: HeadStats
     at_pair: torch.Tensor  # (2 positions, m): the codes of the hidden pair
 
 
-def _gradient(config: OneStepConfig) -> _Gradient:
+def _gradient(config: StepConfig) -> _Gradient:
     """The start and the (population or empirical) gradient direction of ``config``."""
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
@@ -251,14 +239,14 @@ def _gradient(config: OneStepConfig) -> _Gradient:
     q = model.initial_queries().to(device)
     at_pair = codes.rows(list(pair)).to(device)
     if config.n is None:
-        views = _stream.code_views(codes, device)
-        stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
-        grad = _stream.population_gradient(views, q, pair, stats, c0, c1)
+        views = code_views(codes, device)
+        stats = head_stats(views, q, pair, q @ at_pair.T)
+        grad = population_gradient(views, q, pair, stats, c0, c1)
         return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
     return _empirical_gradients(config, [config.n])[0]
 
 
-def _empirical_gradients(config: OneStepConfig, sample_sizes: list[int]) -> list[_Gradient]:
+def _empirical_gradients(config: StepConfig, sample_sizes: list[int]) -> list[_Gradient]:
     """The learner's state for the first ``n`` samples of the stream, for every ``n`` of ``sample_sizes`` (one pass)."""
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
@@ -271,12 +259,12 @@ def _empirical_gradients(config: OneStepConfig, sample_sizes: list[int]) -> list
     def views():
         return [dense_view]
 
-    stats = _stream.head_stats(views, q, pair, q @ at_pair.T)
-    score_grads = _samples.score_gradients(q @ dense.T, pair, (c0, c1), "softmax", sample_sizes, config.data_seed)
+    stats = head_stats(views, q, pair, q @ at_pair.T)
+    score_grads = score_gradients(q @ dense.T, pair, (c0, c1), model.normaliser, sample_sizes, config.data_seed)
     return [_Gradient(views, q, -(d**2 / c1) * (g @ dense), stats, at_pair) for g in score_grads]
 
 
-def _run(config: OneStepConfig, state: _Gradient | None = None) -> OneStepResult:
+def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
     """The step of ``config`` from its gradient (``state``, computed here unless given)."""
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
@@ -285,26 +273,22 @@ def _run(config: OneStepConfig, state: _Gradient | None = None) -> OneStepResult
     kappa, top = _choose_sharpness(config, views, q, direction, stats, at_pair)
     rule = config.step if isinstance(config.step, str) else "fixed"
     if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
-        kappa, rule = lattice_sharpness(d, model.codes.margin_step, config.epsilon), "certified (no gap: lattice step)"
+        kappa, rule = _lattice_fallback(config), "certified (no gap: lattice step)"
     keep = d <= KEEP_WEIGHTS
-    after = _stream.after_step(
+    after = after_step(
         views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
         direction @ at_pair.T, d, off_pair=True, keep_scores=keep,
     )  # fmt: skip
+    _refuse_uncertifiable(config, kappa, after.log_error[0], d)
     q_after = q + kappa * direction
     tied = bool(torch.equal(q_after[0], q_after[1]))
-    certificate = _certify_summary(
-        after.log_weight_u[0],
-        after.log_weight_v[0],
-        after.log_rest[0],
-        after.log_error[0],
-        torch.tensor(tied),
-        model.heads,
+    worst = certificate(
+        after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], after.log_error[0], torch.tensor(tied), model
     )
-    off_pair = {key: value[0] for key, value in after.off_pair.items()}
-    parts = _stream.pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.heads)
-    mean_after = _deviation_loss(parts, off_pair, c1)
-    return OneStepResult(
+    off_pair = OffPair(*(value[0] for value in dataclasses.astuple(after.off_pair)))
+    parts = pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.tied)
+    mean_after = deviation_loss(parts, off_pair, c1)
+    return StepResult(
         config=config,
         rule=rule,
         direction_top=() if top is None else tuple(tuple(float(v) for v in row) for row in top),
@@ -315,23 +299,50 @@ def _run(config: OneStepConfig, state: _Gradient | None = None) -> OneStepResult
         pair_weights=torch.stack([after.log_weight_u[0], after.log_weight_v[0]], dim=-1).exp(),
         rest_mass=after.log_rest[0].exp(),
         found=tuple(int(i) for i in after.top_index[0, :, 0]),
-        worst_case=certificate,
-        mean_loss_before=float(_stream.population_loss(stats, c0, c1)),
+        worst_case=worst,
+        mean_loss_before=float(population_loss(stats, c0, c1)),
         mean_loss_after=float(mean_after),
-        weights_before=torch.softmax(_stream.scores(views, q), -1) if keep else None,
+        weights_before=torch.softmax(scores(views, q), -1) if keep else None,
         weights_after=torch.softmax(after.scores, -1) if keep else None,
     )
 
 
-def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
+def _lattice_fallback(config: StepConfig) -> float:
+    """The lattice step of the tied rule, for a certified rule that found no gap; refused for codes without a lattice."""
+    model = config.model
+    margin_step = model.codes.margin_step
+    if not math.isfinite(margin_step):
+        raise ValueError(
+            f"the certified rule found no gap between the two largest entries of a head's direction (code_kind = "
+            f"{model.code_kind!r}, m = {model.m}), and {model.code_kind} codes have no lattice step to fall back on: "
+            "use balanced or iid codes, a larger m, or a fixed sharpness (step=kappa)"
+        )
+    return tied_sharpness(model.d, margin_step, config.epsilon)
+
+
+def _refuse_uncertifiable(config: StepConfig, kappa: float, log_error: torch.Tensor, d: int) -> None:
+    """Refuse a step whose scores float64 cannot certify (the rounding allowance would swamp the certificate)."""
+    biggest = float(log_error.max()) / (16 * torch.finfo(torch.float64).eps) - math.log(d) - 1
+    if not math.isfinite(biggest) or biggest > MAX_CERTIFIED_SCORE:
+        largest = kappa * MAX_CERTIFIED_SCORE / biggest if math.isfinite(biggest) and biggest > 0 else 0.0
+        how = "the certified rule chose" if isinstance(config.step, str) else "step ="
+        raise ValueError(
+            f"{how} kappa = {kappa:.3g}, which moves the scores to {biggest:.3g} in magnitude, beyond the "
+            f"{MAX_CERTIFIED_SCORE:.3g} that float64 certifies: steps up to about kappa = {largest:.3g} can be "
+            f"certified here; lower sigma (now {config.model.sigma:g}) or pass step=kappa with kappa <= "
+            f"{min(largest, 1e12):.3g}"
+        )
+
+
+def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
     """The sharpness of the configured rule (``inf`` if the certified rule finds no gap), and the direction's top entries."""
     model, d, epsilon = config.model, config.model.d, config.epsilon
     if not isinstance(config.step, str):
         return float(config.step), None
     if config.step == "lattice":
-        return lattice_sharpness(d, model.codes.margin_step, epsilon), None
-    values, index = _stream.top_scores(views, direction, 3)
-    if model.heads == "split":
+        return tied_sharpness(d, model.codes.margin_step, epsilon), None
+    values, index = top_scores(views, direction, 3)
+    if not model.tied:
         return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon), values
     # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
     believed = tuple(sorted(int(i) for i in index[0, :2]))
@@ -343,9 +354,9 @@ def _choose_sharpness(config: OneStepConfig, views, q, direction, stats, at_pair
         return guess, values
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
     rows = model.codes.rows(list(believed)).to(q.device)
-    after = _stream.after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
+    after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
-    own = _certify_summary(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, "tied").upper
+    own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
     meets = torch.nonzero(own <= epsilon)
     return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)]), values
 
@@ -365,44 +376,29 @@ class WorstCaseCurve:
         return torch.tensor([tuple(sorted(row.tolist())) == self.pair for row in self.found])
 
 
-def worst_case_curve(config: OneStepConfig, kappas: torch.Tensor | list[float]) -> WorstCaseCurve:
+def worst_case_curve(config: StepConfig, kappas: tuple[float, ...]) -> WorstCaseCurve:
     """The certified worst case for every sharpness in ``kappas``, from one gradient: one pass over the positions."""
-    if not isinstance(config, OneStepConfig):
-        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
-    if isinstance(kappas, torch.Tensor):
-        kappas = check_tensor("kappas", kappas, ndim=1).tolist()
-    kappas = torch.tensor(
-        check_numbers("kappas", kappas, minimum=0.0, maximum=1e12, strict_minimum=True), dtype=torch.float64
-    )
+    kappas = torch.tensor(kappas, dtype=torch.float64)
     with threads(1):
         state = _gradient(config)
         pair, model = config.pair, config.model
         scores_at_pair = state.queries @ state.at_pair.T
-        after = _stream.after_step(
+        after = after_step(
             state.views, state.queries, state.direction, kappas.to(state.queries.device), pair, scores_at_pair,
             state.direction @ state.at_pair.T, model.d,
         )  # fmt: skip
         tied = torch.tensor(bool(torch.equal(state.direction[0], state.direction[1])) and model.start == "zero")
-        certificate = _certify_summary(
-            after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model.heads
-        )
-    return WorstCaseCurve(kappas=kappas, worst_case=certificate, found=after.top_index[..., 0], pair=pair)
+        worst = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model)
+    return WorstCaseCurve(kappas=kappas, worst_case=worst, found=after.top_index[..., 0], pair=pair)
 
 
-def learning_curve(config: OneStepConfig, sample_sizes: list[int] | tuple[int, ...]) -> tuple[OneStepResult, ...]:
-    """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes``, in one pass over the samples.
+def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[StepResult, ...]:
+    """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes`` (increasing), in one pass.
 
     ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
-    each result equals ``run_one_step`` with that ``n`` up to rounding (the sums are split at the snapshots).
+    each result equals :func:`take_step` with that ``n`` up to rounding (the sums are split at the snapshots).
     """
-    if not isinstance(config, OneStepConfig):
-        raise TypeError(f"config must be a OneStepConfig, got {type(config).__name__}")
-    sample_sizes = check_sequence("sample_sizes", sample_sizes)
-    sizes = [check_int(f"sample_sizes[{k}]", n, minimum=1, maximum=10**10) for k, n in enumerate(sample_sizes)]
-    if not sizes or sizes != sorted(set(sizes)):
-        raise ValueError(
-            f"sample_sizes must be a non-empty increasing sequence of distinct sizes, got {list(sample_sizes)}"
-        )
+    sizes = list(sample_sizes)
     with threads(1):
         states = _empirical_gradients(config, sizes)
         return tuple(_run(dataclasses.replace(config, n=n), state) for n, state in zip(sizes, states, strict=True))

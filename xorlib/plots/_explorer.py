@@ -1,5 +1,8 @@
 r"""The explorer's figure: what one step did, drawn so that every setting of the controls stays inside its panels.
 
+The public face is :mod:`xorlib.explorer` (:func:`xorlib.explorer.plot_explorer`); this module also
+defines the state the figure draws, :class:`ExplorerState`, which :func:`xorlib.explorer.explorer_state` computes.
+
 Four panels (:func:`xorlib.plots.style.subplots`, two per row): the attention of head 1 and of head 2 after the
 step, the loss before and after it, and a short summary of the setting. Everything clamps, whatever the
 setting: the weight axes are fixed to :math:`[0, 1]` and weights outside (the unnormalised forms reach
@@ -12,16 +15,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._checks import check_int
-from ..explorer import ExplorerState
+from .._checks import check_instance, check_int
 from .style import PALETTE, subplots
-
-__all__ = ["plot_explorer"]
 
 #: The loss axis: losses below are drawn at the left edge, above at the right edge, both labelled.
 LOSS_RANGE = (1e-30, 1e6)
@@ -35,6 +37,86 @@ _WEIGHT_TOP = 1.38
 _BARS_UP_TO = 128
 _FONT = 9.0
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+@dataclass(frozen=True)
+class ExplorerState:
+    r"""One setting of the explorer, the step it takes, and the numbers its figure shows.
+
+    Attributes
+    ----------
+    d, heads, attention, kappa, n, sigma, seed
+        The setting, as validated by :func:`explorer_state`.
+    m
+        The code dimension (:func:`xorlib.codes.default_code_dim`).
+    pair
+        The hidden pair :math:`(u, v)`.
+    lr
+        The learning rate :math:`\eta = \kappa d^2 / c_1`.
+    weights_before, weights_after
+        Both heads' attention, shape ``(2, d)``, at the start and after the step. The unnormalised forms can give
+        weights far outside :math:`[0, 1]` (component-wise attention caps its scores at 700 so that :math:`e^s`
+        stays finite).
+    mean_loss_before, mean_loss_after
+        The population loss :math:`\mathbb E_x[\ell]` (``inf`` where float64 overflows).
+    worst_before, worst_after
+        The certified worst case over all :math:`2^d` inputs (an upper bound; ``inf`` where it overflows).
+    worst_after_lower
+        The loss of an input that is attained after the step: the worst case lies in ``[lower, worst_after]``.
+    worst_after_exact
+        Whether the bracket is closed (``worst_after`` is the worst case itself).
+    signs_correct
+        Certified: after the step, the sign of the prediction is the label on every input.
+    result
+        The step itself: the result of :func:`xorlib.one_step` (softmax) or the experiments' one step of
+        another normaliser.
+    """
+
+    d: int
+    heads: str
+    attention: str
+    kappa: float
+    n: int
+    sigma: float
+    seed: int
+    m: int
+    pair: tuple[int, int]
+    lr: float
+    weights_before: torch.Tensor
+    weights_after: torch.Tensor
+    mean_loss_before: float
+    mean_loss_after: float
+    worst_before: float
+    worst_after: float
+    worst_after_lower: float
+    worst_after_exact: bool
+    signs_correct: bool
+    result: object
+
+    @property
+    def found(self) -> tuple[int, int]:
+        """The position each head attends to most after the step."""
+        return tuple(int(k) for k in self.weights_after.argmax(-1))  # type: ignore[return-value]
+
+    @property
+    def split(self) -> bool:
+        """Whether the two heads attend most to the two different hidden bits."""
+        return tuple(sorted(self.found)) == self.pair
+
+    @property
+    def pair_mass(self) -> tuple[float, float]:
+        r"""Per head, the weight on the hidden pair after the step, :math:`\alpha_{h,u} + \alpha_{h,v}`."""
+        return tuple(float(w) for w in self.weights_after[:, list(self.pair)].sum(-1))  # type: ignore[return-value]
+
+    @property
+    def weight_range(self) -> tuple[float, float]:
+        """The smallest and the largest weight after the step, over both heads."""
+        return float(self.weights_after.min()), float(self.weights_after.max())
+
+    @property
+    def gradient(self) -> str:
+        """``"population gradient"`` or ``"n samples"``, for summaries."""
+        return "population gradient" if self.n == 0 else f"{self.n:,} samples"
 
 
 def readable(value: float, digits: int = 2) -> str:
@@ -65,14 +147,13 @@ def readable(value: float, digits: int = 2) -> str:
 
 
 def plot_explorer(state: ExplorerState) -> Figure:
-    """The explorer's figure of one :class:`xorlib.explorer.ExplorerState`.
+    """The explorer's figure of one state (:func:`xorlib.explorer.explorer_state`).
 
     (a) Both heads' attention after the step, one panel each, the hidden positions shaded; (b) the mean and the
     certified worst-case loss before and after the step, on a log axis; (c) a summary of the setting. See the
     module docstring for how every panel clamps.
     """
-    if not isinstance(state, ExplorerState):
-        raise TypeError(f"state must be an ExplorerState (xorlib.explorer.explorer_state), got {type(state).__name__}")
+    check_instance("state", state, ExplorerState, "an ExplorerState (from xorlib.explorer.explorer_state)")
     fig, axes = subplots(4, per_row=2, height=2.55)
     weights = state.weights_after.detach().double().cpu().numpy()
     for head, ax in enumerate(axes[:2]):

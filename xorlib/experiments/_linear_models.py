@@ -6,6 +6,8 @@ r"""Models linear in their parameters: the counterexample to the old symmetry ar
 * :func:`linear_bound`: the proved bound for models linear in their parameters,
   :math:`\text{mean}_S \operatorname{dist}(\chi_S, V)^2 \ge 1 - \dim V/\binom d2`, against
   random features, with the one-step Transformer beside it.
+
+Experiments ``frozen_features`` and ``linear_bound``.
 """
 
 from __future__ import annotations
@@ -13,19 +15,20 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .._checks import check_int, check_seed, check_sequence
-from ..codes import default_code_dim
-from ..learners.mlp import init_mlp
-from ..one_step import one_step
+from .._contract import Between, Items, Seed, config
+from ..codes import Codes
+from ..learners._mlp import init_mlp
+from ..learners._one_step import one_step
 from ..task import all_inputs, random_pair
 from ._criteria import EPSILON
-from ._runner import experiment
+from ._registry import experiment
 
-__all__ = ["frozen_features", "linear_bound"]
+Width = Annotated[int, Between(1, 4096)]
 
 
 def _features(d: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,21 +59,37 @@ class FrozenFeaturesResult:
     all_pairs_fitted: int  # of the C(d, 2) pairs, how many are classified perfectly
 
 
-@experiment
-def frozen_features(d: int = 10, *, width: int = 200, pairs: int = 3, seed: int = 0) -> FrozenFeaturesResult:
+@config
+class FrozenFeaturesPlan:
+    """``d`` from 3 to 16 (all 2^d inputs are enumerated), the width (at most 4096), pairs to report, the seed."""
+
+    d: Annotated[int, Between(3, 16)] = 10
+    width: Width = 200
+    pairs: Annotated[int, Between(1, 120)] = 3
+    seed: Seed = 0
+
+    def __post_init__(self) -> None:
+        if self.pairs > math.comb(self.d, 2):
+            raise ValueError(
+                f"pairs must be at most C(d, 2) = {math.comb(self.d, 2)} at d = {self.d}, got {self.pairs}"
+            )
+
+
+@experiment("frozen_features", book=FrozenFeaturesPlan(), full=FrozenFeaturesPlan())
+def frozen_features(plan: FrozenFeaturesPlan) -> FrozenFeaturesResult:
     r"""A frozen random first layer (PyTorch's initialisation), only the ``width + 1`` output numbers fitted.
 
     The output layer is fitted by least squares on all :math:`2^d` inputs (the
     minimiser of the square loss that training it would reach); the fit's sign is
     checked on every input, for ``pairs`` random pairs and for all :math:`\binom d2`.
+    The least squares use LAPACK's SVD-based solver (``gelsd``), which gives the same bits
+    in every run; the default (``gelsy``) does not.
     """
-    d = check_int("d", d, minimum=3, maximum=16)
-    width, seed = check_int("width", width, minimum=1, maximum=4096), check_seed("seed", seed)
-    pairs = check_int("pairs", pairs, minimum=1, maximum=math.comb(d, 2))
+    d, width, pairs, seed = plan.d, plan.width, plan.pairs, plan.seed
     x, phi = _features(d, width, seed)
     everything = list(itertools.combinations(range(d), 2))
     targets = torch.stack([-x[:, i] * x[:, j] for i, j in everything], dim=1)  # (2^d, C(d, 2))
-    fitted = phi @ torch.linalg.lstsq(phi, targets).solution
+    fitted = phi @ torch.linalg.lstsq(phi, targets, driver="gelsd").solution
     accuracy = (torch.sign(fitted) == targets).double().mean(0)
     error = (fitted - targets).pow(2).mean(0).sqrt()
     chosen, seen = [], set()
@@ -113,20 +132,23 @@ class LinearBoundResult:
     transformer_errors: tuple[float, ...]
 
 
-@experiment
-def linear_bound(
-    d: int = 12, *, widths: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256), seed: int = 0
-) -> LinearBoundResult:
+@config
+class LinearBoundPlan:
+    """``d`` from 4 to 16 (all 2^d inputs are enumerated), the feature widths (each at most 4096), the seed."""
+
+    d: Annotated[int, Between(4, 16)] = 12
+    widths: Annotated[tuple[Width, ...], Items(1, 32)] = (4, 8, 16, 32, 64, 128, 256)
+    seed: Seed = 0
+
+
+@experiment("linear_bound", book=LinearBoundPlan(), full=LinearBoundPlan())
+def linear_bound(plan: LinearBoundPlan) -> LinearBoundResult:
     r"""Random ReLU features of each width against the bound :math:`\text{mean}_S \operatorname{dist}^2 \ge 1 - \dim V/\binom d2`.
 
     Exact: the :math:`2^d` inputs are enumerated, so :math:`L^2` under the uniform
     measure is a mean over rows. :math:`\dim V` is the rank of the features.
     """
-    d = check_int("d", d, minimum=4, maximum=16)
-    seed = check_seed("seed", seed)
-    widths = tuple(
-        check_int(f"widths[{k}]", w, minimum=1, maximum=4096) for k, w in enumerate(check_sequence("widths", widths))
-    )
+    d, widths, seed = plan.d, plan.widths, plan.seed
     pairs = list(itertools.combinations(range(d), 2))
     dims, means, floors = [], [], []
     for width in widths:
@@ -140,7 +162,7 @@ def linear_bound(
         means.append(float((1 - captured).mean()))
         floors.append(max(0.0, 1 - rank / len(pairs)))
     errors = tuple(_split_error(d, p, seed) for p in pairs)
-    return LinearBoundResult(d, widths, tuple(dims), tuple(means), tuple(floors), 2 * default_code_dim(d), errors)
+    return LinearBoundResult(d, widths, tuple(dims), tuple(means), tuple(floors), 2 * Codes(d).m, errors)
 
 
 def _split_error(d: int, pair: tuple[int, int], seed: int) -> float:

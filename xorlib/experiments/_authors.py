@@ -8,35 +8,36 @@ Barak et al.'s protocol. Every learner is judged by (a) its own loss below
 :math:`10^{-2}` on every input and (b) every sign right, checked on all :math:`2^d` inputs
 for :math:`d \le 20` (beyond: the certificates for (a), :math:`2^{13}` fresh samples for (b)).
 
-``python -m xorlib.experiments.authors --full`` runs the long budgets of the
-independent run (3,000 epochs at :math:`d = 8, 16`, 15,000 at :math:`d = 32`) and the
-authors' own default (:math:`n = 16`, :math:`k = 3`, 2,000 epochs), cached, and prints them.
+Experiments ``authors`` (the full plan has the long budgets of the independent run: 3,000 epochs
+at :math:`d = 8, 16`, 15,000 at :math:`d = 32`) and ``authors_default`` (the authors' own default,
+:math:`n = 16`, :math:`k = 3`, 2,000 epochs).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .. import _random
-from .._checks import check_float, check_int, check_seed, check_sequence
-from ..learners.authors import AuthorsConfig, train_authors
-from ..learners.mlp import BARAK_EVAL_N, MLPConfig, min_margin, train_mlp
-from ..learners.training import TrainConfig, train
+from .._contract import Between, Items, Seed, config, public
+from .._random import generator
+from .._runtime import progress
+from ..learners._authors import AuthorsConfig, radius_for_peak, train_authors
+from ..learners._mlp import BARAK_EVAL_N, MLPConfig, min_margin, train_mlp
+from ..learners._one_step import one_step
+from ..learners._training import TrainConfig, train
 from ..model import ModelConfig
-from ..one_step import one_step
-from ..runtime import progress
 from ..task import random_pair
-from ._criteria import EPSILON, check_ds, criteria, median, test_set
-from ._runner import experiment
+from ._criteria import EPSILON, criteria, median, test_set
+from ._registry import experiment
 
-__all__ = ["authors_comparison", "authors_default"]
+#: The peak weight whose radius :attr:`AuthorsRuns.radius_needed` reports: a head aimed at one position puts 7/8 on it.
+PEAK = 7 / 8
 
 PATTERNS = ("one head per bit", "both heads on both bits", "near-uniform attention", "another pattern")
 
@@ -79,6 +80,7 @@ class AuthorsRuns:
     attention: np.ndarray  # (R, k, d)
     radius: np.ndarray  # (R, k): |A| of each head at the end
     patterns: tuple[str, ...]
+    radius_needed: float  # the |A| at which a head puts PEAK = 7/8 on the position it is aimed at
 
 
 @dataclass(frozen=True)
@@ -88,19 +90,24 @@ class AuthorsResult:
     rows: tuple[AuthorsRow, ...]
     authors: tuple[AuthorsRuns, ...]
 
+    @public
     def row(self, d: int, learner: str) -> AuthorsRow:
-        """The row of one ``d`` and learner."""
+        """The row of one ``d`` and learner (``"authors' model (v1)"``, ``"one step, split"``, ...)."""
         for row in self.rows:
             if (row.d, row.learner) == (d, learner):
                 return row
-        raise KeyError(f"no row for d = {d}, learner = {learner!r}")
+        learners = sorted({row.learner for row in self.rows})
+        raise ValueError(
+            f"d and learner must name a row: d in {sorted({r.d for r in self.rows})}, learner one of {learners}, got ({d}, {learner!r})"
+        )
 
+    @public
     def runs_at(self, d: int) -> AuthorsRuns:
         """The authors' runs at ``d``."""
         for runs in self.authors:
             if runs.d == d:
                 return runs
-        raise KeyError(f"no authors' runs at d = {d}")
+        raise ValueError(f"d must be one of {[runs.d for runs in self.authors]}, got {d}")
 
 
 def _pattern(attention: np.ndarray, support: Sequence[int]) -> str:
@@ -132,7 +139,9 @@ def _authors(d: int, epochs: int, pairs: list[tuple[int, int]], seed: int) -> tu
     )  # fmt: skip
     patterns = tuple(_pattern(a, s) for a, s in zip(run.attention, run.supports, strict=True))
     radius = np.linalg.norm(run.params, axis=-1)
-    return row, AuthorsRuns(d, 2, run.supports, run.epochs, run.margin, run.loss, run.attention, radius, patterns)
+    return row, AuthorsRuns(
+        d, 2, run.supports, run.epochs, run.margin, run.loss, run.attention, radius, patterns, radius_for_peak(d, PEAK)
+    )
 
 
 def _how(d: int, tests) -> str:
@@ -146,7 +155,7 @@ def _one_step_rows(d: int, n: int, trials: list[int], tests) -> list[AuthorsRow]
         start, met = time.perf_counter(), []
         for trial, test in zip(trials, tests, strict=True):
             result = one_step(d, heads, seed=trial, n=n, epsilon=EPSILON)
-            met.append(criteria(result.weights_after, float(result.worst_case.upper), heads, test))
+            met.append(criteria(result.weights_after, float(result.worst_case.upper), result.config.model, test))
         ok = np.array(met)
         rows.append(
             AuthorsRow(
@@ -166,7 +175,7 @@ def _adam_row(d: int, n: int, steps: int, trials: list[int], pairs, tests) -> Au
         result = train(
             TrainConfig(model, pair, steps=steps, gradient="empirical", n=n, data_seed=trial, epsilon=EPSILON)
         )
-        met.append(criteria(result.weights, float(result.worst_case[-1]), "split", test))
+        met.append(criteria(result.weights, float(result.worst_case[-1]), model, test))
         success.append(result.steps_to_success)
         sign.append(result.steps_to_sign)
     ok = np.array(met)
@@ -188,16 +197,28 @@ def _mlp_row(d: int, trials: list[int], pairs, lr: float, seed: int) -> AuthorsR
     )  # fmt: skip
 
 
-@experiment
-def authors_comparison(
-    ds: tuple[int, ...] = (8, 16, 32),
-    *,
-    epochs: tuple[int, ...] = (1000, 1000, 300),
-    runs: tuple[int, ...] = (5, 5, 3),
-    adam_steps: int = 100,
-    mlp_lr: float = 1.0,
-    seed: int = 0,
-) -> AuthorsResult:
+@config
+class AuthorsPlan:
+    """Dimensions (4 to 64), and for each its epochs (at most 10^6) and runs (at most 100); Adam's steps, the MLP's rate."""
+
+    ds: Annotated[tuple[Annotated[int, Between(4, 64)], ...], Items(1, 16)] = (8, 16, 32)
+    epochs: Annotated[tuple[Annotated[int, Between(1, 10**6)], ...], Items(1, 16)] = (1000, 1000, 300)
+    runs: Annotated[tuple[Annotated[int, Between(1, 100)], ...], Items(1, 16)] = (5, 5, 3)
+    adam_steps: Annotated[int, Between(1, 10**5)] = 100
+    mlp_lr: Annotated[float, Between(0.0, 1e6, open_low=True)] = 1.0
+    seed: Seed = 0
+
+    def __post_init__(self) -> None:
+        if len(self.epochs) != len(self.ds) or len(self.runs) != len(self.ds):
+            raise ValueError(
+                f"epochs and runs must give one value per d ({len(self.ds)}), got {len(self.epochs)} and {len(self.runs)}"
+            )
+
+
+@experiment(
+    "authors", book=AuthorsPlan(), full=AuthorsPlan(epochs=(3000, 3000, 15000), runs=(5, 5, 5)), full_minutes=3.7
+)
+def authors_comparison(plan: AuthorsPlan) -> AuthorsResult:
     """The authors' model and the book's learners at each ``d`` (``epochs[i]`` and ``runs[i]`` for ``ds[i]``).
 
     Run ``r`` at ``d`` has the pair ``random_pair(d, seed=seed + r)`` for every learner.
@@ -205,14 +226,14 @@ def authors_comparison(
     criteria checked on its final (frozen) parameters; the other learners use the
     authors' training-set size.
     """
-    ds = check_ds(ds, 4, 64)
-    epochs, runs = check_sequence("epochs", epochs), check_sequence("runs", runs)
-    if len(epochs) != len(ds) or len(runs) != len(ds):
-        raise ValueError(f"epochs and runs must give one value per d ({len(ds)}), got {len(epochs)} and {len(runs)}")
-    epochs = tuple(check_int(f"epochs[{k}]", e, minimum=1, maximum=10**6) for k, e in enumerate(epochs))
-    runs = tuple(check_int(f"runs[{k}]", r, minimum=1, maximum=100) for k, r in enumerate(runs))
-    adam_steps, seed = check_int("adam_steps", adam_steps, minimum=1, maximum=10**5), check_seed("seed", seed)
-    mlp_lr = check_float("mlp_lr", mlp_lr, minimum=0.0, maximum=1e6, strict_minimum=True)
+    ds, epochs, runs, adam_steps, mlp_lr, seed = (
+        plan.ds,
+        plan.epochs,
+        plan.runs,
+        plan.adam_steps,
+        plan.mlp_lr,
+        plan.seed,
+    )
     rows, authors = [], []
     for d, budget, count in progress(list(zip(ds, epochs, runs, strict=True)), "authors' model"):
         trials = [seed + r for r in range(count)]
@@ -226,39 +247,35 @@ def authors_comparison(
     return AuthorsResult(tuple(rows), tuple(authors))
 
 
-@experiment
-def authors_default(*, runs: int = 5, epochs: int = 2000, seed: int = 0) -> AuthorsRuns:
+@config
+class AuthorsDefaultPlan:
+    """Runs (at most 100), epochs (at most 10^6), the seed."""
+
+    runs: Annotated[int, Between(1, 100)] = 5
+    epochs: Annotated[int, Between(1, 10**6)] = 2000
+    seed: Seed = 0
+
+
+@experiment("authors_default", book=AuthorsDefaultPlan(), full=AuthorsDefaultPlan(), full_minutes=0.5)
+def authors_default(plan: AuthorsDefaultPlan) -> AuthorsRuns:
     """The authors' own default: :math:`n = 16`, :math:`k = 3` hidden bits and heads, 2,000 epochs."""
-    runs, seed = check_int("runs", runs, minimum=1, maximum=100), check_seed("seed", seed)
+    seed = plan.seed
     supports = [
-        tuple(sorted(torch.randperm(16, generator=_random.generator(seed + r, "support", 16))[:3].tolist()))
-        for r in range(runs)
+        tuple(sorted(torch.randperm(16, generator=generator(seed + r, "support", 16))[:3].tolist()))
+        for r in range(plan.runs)
     ]
-    run = train_authors(AuthorsConfig(16, k=3, epochs=epochs), supports, seed=seed)
+    run = train_authors(AuthorsConfig(16, k=3, epochs=plan.epochs), supports, seed=seed)
     patterns = tuple("all signs right" if e is not None else "not solved" for e in run.epochs_to_sign)
     radius = np.linalg.norm(run.params, axis=-1)
-    return AuthorsRuns(16, 3, run.supports, run.epochs, run.margin, run.loss, run.attention, radius, patterns)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m xorlib.experiments.authors [--full]``: run the comparison (cached) and print it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="3,000 / 3,000 / 15,000 epochs, 5 runs each; k = 3 default")
-    args = parser.parse_args(argv)
-    result = authors_comparison(epochs=(3000, 3000, 15000), runs=(5, 5, 5)) if args.full else authors_comparison()
-    for row in result.rows:
-        print(f"d {row.d:>3}  {row.learner:<22} params {row.parameters:>6,}  samples {row.samples:>9,.0f}  "
-              f"(a) {row.success:>4.0%}  (b) {row.sign:>4.0%}  steps to (b) {row.steps_sign:>7.0f}  "
-              f"{row.seconds:.2f} s/run  [{row.test}]")  # fmt: skip
-    for runs in result.authors:
-        print(f"d {runs.d:>3}: {', '.join(runs.patterns)}; largest |A| {runs.radius.max():.3g}")
-    if args.full:
-        default = authors_default()
-        print(f"authors' default (n = 16, k = 3, 2,000 epochs): {', '.join(default.patterns)}")
-    return 0
-
-
-if __name__ == "__main__":  # run the package's module, so results carry the package's types
-    from xorlib.experiments.authors import main as package_main
-
-    raise SystemExit(package_main())
+    return AuthorsRuns(
+        16,
+        3,
+        run.supports,
+        run.epochs,
+        run.margin,
+        run.loss,
+        run.attention,
+        radius,
+        patterns,
+        radius_for_peak(16, PEAK),
+    )

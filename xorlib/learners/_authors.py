@@ -47,12 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import _random
-from .._checks import check_float, check_int, check_seed, check_size, check_tensor
-from ._authors_core import _attention, _loss_and_grad, _margins, _pack, _parity_labels, _readout
-from .training import DivergenceError
-
-__all__ = ["AuthorsConfig", "authors_predict", "parity_readout", "peak_weight", "radius_for_peak", "train_authors"]
+from .._random import derive_seed, generator, random_bytes
+from ._authors_core import attention, loss_and_grad, pack, parity_labels, readout
+from ._authors_core import margins as smallest_margins
+from ._training import DivergenceError
 
 _EXACT_D = 20  # enumerate all 2^d inputs up to here
 _FRESH = 2**13  # fresh samples for the sign test beyond it (Barak et al.'s test size)
@@ -87,22 +85,6 @@ class AuthorsConfig:
     epsilon: float = 1e-2
     check_every: int = 10
 
-    def __post_init__(self) -> None:
-        check_int("d", self.d, minimum=4, maximum=64)
-        check_int("k", self.k, minimum=1, maximum=min(8, self.d))
-        object.__setattr__(self, "lr", check_float("lr", self.lr, minimum=0.0, maximum=1e6, strict_minimum=True))
-        check_int("epochs", self.epochs, minimum=0, maximum=10**6)
-        object.__setattr__(
-            self,
-            "train_fraction",
-            check_float("train_fraction", self.train_fraction, minimum=0.0, maximum=1.0, strict_minimum=True),
-        )
-        check_int("max_train", self.max_train, minimum=1, maximum=10**7)
-        object.__setattr__(
-            self, "epsilon", check_float("epsilon", self.epsilon, minimum=0.0, maximum=1.0, strict_minimum=True)
-        )
-        check_int("check_every", self.check_every, minimum=1, maximum=10**6)
-
     @property
     def n_train(self) -> int:
         """Training-set size, ``min(round(train_fraction * 2**d), max_train)``, at least 1."""
@@ -116,15 +98,13 @@ class AuthorsConfig:
 
 def authors_init(k: int, *, seed: int = 0) -> torch.Tensor:
     r"""The start :math:`(A_{02}, A_{03}) = (\cos\theta_h, \sin\theta_h)`, :math:`\theta_h` uniform on :math:`[0, 2\pi)`: shape ``(k, 2)``."""
-    k, seed = check_int("k", k, minimum=1, maximum=64), check_seed("seed", seed)
-    theta = 2 * math.pi * torch.rand(k, generator=_random.generator(seed, "authors-init", k), dtype=torch.float64)
+    theta = 2 * math.pi * torch.rand(k, generator=generator(seed, "authors-init", k), dtype=torch.float64)
     return torch.stack([theta.cos(), theta.sin()], dim=-1)
 
 
 def authors_attention(a: torch.Tensor, d: int) -> torch.Tensor:
     r"""Attention :math:`\alpha_{h,j}` of heads with parameters ``a`` ``(..., k, 2)`` over ``d`` positions: ``(..., k, d)``."""
-    a = check_tensor("a", a, ndim=(2, 3), shape={-1: 2})
-    return _attention(a, check_int("d", d, minimum=2, maximum=10**6))
+    return attention(a, d)
 
 
 def peak_weight(radius: float, d: int) -> float:
@@ -135,20 +115,16 @@ def peak_weight(radius: float, d: int) -> float:
     the softmax gives this weight to :math:`j_0`. It grows with :math:`r` only: the
     :math:`n/4` temperature makes a sharp head need a large :math:`r`.
     """
-    radius = check_float("radius", radius, minimum=0.0, maximum=1e12)
-    d = check_int("d", d, minimum=2, maximum=10**6)
     angle = 2 * math.pi * torch.arange(d, dtype=torch.float64) / d
     return float(1 / torch.exp((4 * radius / d) * (angle.cos() - 1)).sum())
 
 
 def radius_for_peak(d: int, weight: float) -> float:
     """The smallest :math:`|A|` at which :func:`peak_weight` reaches ``weight`` (in ``[1/d, 1)``), by bisection."""
-    d = check_int("d", d, minimum=2, maximum=10**6)
-    weight = check_float("weight", weight, minimum=1 / d, maximum=1.0)
-    if weight >= 1.0:
-        raise ValueError(f"weight must be below 1 (a softmax never reaches it), got {weight}")
     low, high = 0.0, 1.0
     while peak_weight(high, d) < weight:
+        if high > 1e15:  # float64 cannot resolve the scores' differences beyond: the weight is out of reach
+            raise ValueError(f"weight = {weight} is out of reach of a head on d = {d:,} positions in float64")
         low, high = high, 2 * high
     for _ in range(60):
         middle = (low + high) / 2
@@ -158,28 +134,19 @@ def radius_for_peak(d: int, weight: float) -> float:
 
 def parity_readout(count: torch.Tensor, k: int) -> torch.Tensor:
     r"""The frozen readout :math:`\hat y = -1 + \sum_{i<k} (-1)^i(4 + 8i)\,\mathrm{ReLU}(c - i - \tfrac12)` of soft counts ``count``."""
-    count = check_tensor("count", count, ndim=(0, 1, 2, 3))
-    return _readout(count, check_int("k", k, minimum=1, maximum=64))
+    return readout(count, k)
 
 
 def _predict(a: torch.Tensor, bits: torch.Tensor) -> torch.Tensor:
     """Predictions ``(..., N)`` for parameters ``(..., k, 2)`` and bits ``(..., N, d)`` (no checks)."""
     k, d = a.shape[-2], bits.shape[-1]
-    total = _attention(a, d).sum(-2).to(bits.dtype)  # beta_j = sum_h alpha_{h,j}: the count is <beta, b>
-    return _readout((bits @ total.unsqueeze(-1)).squeeze(-1), k)
-
-
-def _check_bits(bits: object, d: int | None = None) -> torch.Tensor:
-    bits = check_tensor("bits", bits, ndim=(2, 3), shape={} if d is None else {-1: d})
-    if bits.numel() and not bool(((bits == 0) | (bits == 1)).all()):
-        raise ValueError("bits must hold 0 and 1 only (the authors' inputs; map signs x by (1 - x) / 2)")
-    return bits
+    total = attention(a, d).sum(-2).to(bits.dtype)  # beta_j = sum_h alpha_{h,j}: the count is <beta, b>
+    return readout((bits @ total.unsqueeze(-1)).squeeze(-1), k)
 
 
 def authors_predict(a: torch.Tensor, bits: torch.Tensor) -> torch.Tensor:
     r"""Predictions :math:`\hat y` of the model with parameters ``a`` ``(k, 2)`` (or ``(R, k, 2)``) on ``bits`` ``(N, d)`` (or ``(R, N, d)``)."""
-    a = check_tensor("a", a, ndim=(2, 3), shape={-1: 2})
-    return _predict(a, _check_bits(bits))
+    return _predict(a, bits)
 
 
 def _hinge_squared(a: torch.Tensor, bits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -188,9 +155,6 @@ def _hinge_squared(a: torch.Tensor, bits: torch.Tensor, y: torch.Tensor) -> torc
 
 def authors_loss(a: torch.Tensor, bits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""The authors' loss :math:`\bigl(\frac1N\sum_s \max(0, 1 - y_s\hat y_s)\bigr)^2`, labels ``y`` in :math:`\{\pm1\}`."""
-    a = check_tensor("a", a, ndim=(2, 3), shape={-1: 2})
-    bits = _check_bits(bits)
-    y = check_tensor("y", y, ndim=bits.ndim - 1, shape={-1: bits.shape[-2]})
     return _hinge_squared(a, bits, y.to(bits.dtype))
 
 
@@ -212,13 +176,8 @@ def margin_bounds(a: torch.Tensor, d: int, support: Sequence[int]) -> tuple[torc
     lower bound. ``attained`` is the smallest margin at the ends, a value some
     input has. Shapes ``a.shape[:-2]``.
     """
-    a = check_tensor("a", a, ndim=(2, 3), shape={-1: 2})
-    d = check_int("d", d, minimum=2)
-    k = a.shape[-2]
-    support = [check_int(f"support[{t}]", s, minimum=0, maximum=d - 1) for t, s in enumerate(support)]
-    if len(set(support)) != len(support) or not support:
-        raise ValueError(f"support must hold distinct positions in [0, {d - 1}], got {support}")
-    beta = _attention(a.double(), d).sum(-2)  # (..., d)
+    k, support = a.shape[-2], list(support)
+    beta = attention(a.double(), d).sum(-2)  # (..., d)
     on = beta[..., support]  # (..., |S|)
     rest = beta.sum(-1) - on.sum(-1)
     hidden = _support_bits(support)  # (2^|S|, |S|)
@@ -228,8 +187,8 @@ def margin_bounds(a: torch.Tensor, d: int, support: Sequence[int]) -> tuple[torc
     ends = torch.cat([base, base + rest[..., None, None]], dim=-1)  # (..., 2^|S|, 2)
     inside = (kinks > base) & (kinks < base + rest[..., None, None])
     candidates = torch.cat([ends, torch.where(inside, kinks.expand_as(inside), base.expand_as(inside))], dim=-1)
-    attained = (y[:, None] * _readout(ends, k)).amin(-1).amin(-1)
-    lower = (y[:, None] * _readout(candidates, k)).amin(-1).amin(-1)
+    attained = (y[:, None] * readout(ends, k)).amin(-1).amin(-1)
+    lower = (y[:, None] * readout(candidates, k)).amin(-1).amin(-1)
     return lower - 1e-12, attained
 
 
@@ -269,9 +228,7 @@ class AuthorsRun:
 def _random_raw(seed: int, label: str, runs: int, n: int, d: int) -> torch.Tensor:
     """``(R, N, G)`` uniform random bytes, run ``r`` from the stream ``(seed, label, r, d)``."""
     groups = (d + 7) // 8
-    return torch.stack(
-        [_random.random_bytes(_random.generator(seed, label, r, d), n * groups).view(n, groups) for r in range(runs)]
-    )
+    return torch.stack([random_bytes(generator(seed, label, r, d), n * groups).view(n, groups) for r in range(runs)])
 
 
 def _all_raw(d: int, runs: int) -> torch.Tensor:
@@ -291,45 +248,28 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
     DivergenceError
         If the loss or a parameter becomes NaN or infinite.
     """
-    if not isinstance(config, AuthorsConfig):
-        raise TypeError(f"config must be an AuthorsConfig, got {type(config).__name__}")
-    if isinstance(supports, (str, bytes)) or not isinstance(supports, Sequence) or not supports:
-        raise TypeError(f"supports must be a non-empty sequence of hidden-bit tuples, got {supports!r}")
-    checked = []
-    for r, s in enumerate(supports):
-        if not isinstance(s, Sequence) or len(s) != config.k:
-            raise ValueError(f"supports[{r}] must hold k = {config.k} positions, got {s!r}")
-        positions = [check_int(f"supports[{r}][{t}]", p, minimum=0, maximum=config.d - 1) for t, p in enumerate(s)]
-        if len(set(positions)) != len(positions):
-            raise ValueError(f"supports[{r}] must hold distinct positions, got {positions}")
-        checked.append(sorted(positions))
-    seed, runs = check_seed("seed", seed), len(checked)
-    groups = (config.d + 7) // 8  # per sample: G bytes, G table indices (int64), a few float32 working arrays
-    check_size(
-        f"the training sets (runs={runs}, n={config.n_train}, d={config.d})", runs * config.n_train, 9 * groups + 32
-    )
+    checked = [sorted(s) for s in supports]
+    runs = len(checked)
     start = time.perf_counter()
     d = config.d
     raw = _random_raw(seed, "authors-data", runs, config.n_train, d)
-    train_set, y = _pack(raw, d), _parity_labels(raw, checked)
+    train_set, y = pack(raw, d), parity_labels(raw, checked)
     raw = _all_raw(d, runs) if d <= _EXACT_D else _random_raw(seed, "authors-test", runs, _FRESH, d)
-    test_set, test_y = _pack(raw, d), _parity_labels(raw, checked)
+    test_set, test_y = pack(raw, d), parity_labels(raw, checked)
     sign_test = "all inputs" if d <= _EXACT_D else f"{_FRESH:,} fresh samples"
-    a = torch.nn.Parameter(
-        torch.stack([authors_init(config.k, seed=_random.derive_seed(seed, "run", r)) for r in range(runs)])
-    )
+    a = torch.nn.Parameter(torch.stack([authors_init(config.k, seed=derive_seed(seed, "run", r)) for r in range(runs)]))
     optimiser = torch.optim.Adam([a], lr=config.lr)
     epochs, losses, margins = [], [], []
     success: list[int | None] = [None] * runs
     sign: list[int | None] = [None] * runs
     for epoch in range(config.epochs + 1):
-        loss, grad = _loss_and_grad(a.detach(), d, train_set, y)
+        loss, grad = loss_and_grad(a.detach(), d, train_set, y)
         if not (bool(torch.isfinite(loss).all()) and bool(torch.isfinite(grad).all())):
             raise DivergenceError(
                 f"the authors' model diverged at epoch {epoch} (lr = {config.lr}): the loss is NaN or infinite"
             )
         if epoch % config.check_every == 0 or epoch == config.epochs:
-            tested = _margins(a.detach(), d, test_set, test_y)
+            tested = smallest_margins(a.detach(), d, test_set, test_y)
             if d <= _EXACT_D:  # exact: the smallest margin over all inputs
                 lower = tested
             else:  # certified lower bound, in O(kd)
@@ -355,7 +295,7 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
         margin=np.array(margins),
         epochs_to_success=tuple(success),
         epochs_to_sign=tuple(sign),
-        attention=_attention(final, config.d).numpy(),
+        attention=attention(final, config.d).numpy(),
         params=final.numpy().copy(),
         seconds=time.perf_counter() - start,
         sign_test=sign_test,

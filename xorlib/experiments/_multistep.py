@@ -7,27 +7,24 @@ authors' optimiser, on the exact population gradient, ``runs`` runs per ``d``
 loss after every step (:mod:`xorlib.learners.training`). Beside it, the one-step
 learner (:func:`xorlib.one_step`, population gradient) on the same codes and starts.
 
-``python -m xorlib.experiments.multistep --full`` runs the full grid (cached) and prints it.
+Experiment ``multistep``.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import numpy as np
 
-from .._checks import check_choice, check_float, check_int, check_seed, check_sequence
-from ..learners.training import OPTIMIZERS, TrainConfig, train_runs
-from ..model import HEADS, ModelConfig
-from ..one_step import one_step
-from ..runtime import progress
+from .._contract import Between, Heads, Items, Seed, config, public
+from .._runtime import progress
+from ..learners._one_step import one_step
+from ..learners._training import TrainConfig, train_runs
+from ..model import ModelConfig
 from ..task import random_pair
-from ._criteria import EPSILON, check_ds, median
-from ._runner import experiment
-
-__all__ = ["multistep_sweep"]
+from ._criteria import EPSILON, median
+from ._registry import experiment
 
 
 @dataclass(frozen=True)
@@ -71,12 +68,13 @@ class MultistepResult:
     steps: int
     epsilon: float
 
-    def row(self, d: int, heads: str) -> MultistepRow:
+    @public
+    def row(self, d: int, heads: Heads) -> MultistepRow:
         """The row of one ``d`` and model."""
         for row in self.rows:
             if (row.d, row.heads) == (d, heads):
                 return row
-        raise KeyError(f"no row for d = {d}, heads = {heads!r}")
+        raise ValueError(f"d and heads must name a row: d in {sorted({r.d for r in self.rows})}, got ({d}, {heads!r})")
 
     def summary(self) -> list[dict[str, object]]:
         """One table row per (``d``, model): success fractions, median steps, final and one-step worst cases."""
@@ -92,23 +90,30 @@ def _one_step_worst(d: int, heads: str, model: ModelConfig, pair: tuple[int, int
     return float(one_step(d, heads, seed=model.code_seed, pair=pair, m=model.m, epsilon=EPSILON).worst_case.upper)
 
 
-@experiment
-def multistep_sweep(
-    ds: tuple[int, ...] = (16, 64, 256),
-    *,
-    heads: tuple[str, ...] = HEADS,
-    runs: int = 8,
-    steps: int = 150,
-    optimizer: str = "adam",
-    lr: float = 0.1,
-    seed: int = 0,
-) -> MultistepResult:
-    """Adam (or SGD) from each model's own start, population gradient, ``runs`` runs per (``d``, model)."""
-    ds = check_ds(ds, 4)
-    heads = tuple(check_choice(f"heads[{k}]", h, HEADS) for k, h in enumerate(check_sequence("heads", heads)))
-    runs, steps = check_int("runs", runs, minimum=1, maximum=1000), check_int("steps", steps, minimum=1, maximum=10**5)
-    optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
-    lr, seed = check_float("lr", lr, minimum=0.0, maximum=1e12, strict_minimum=True), check_seed("seed", seed)
+@config
+class MultistepPlan:
+    """Dimensions (4 to 4096), models, runs per case (at most 1000), steps (at most 10^5), the optimiser and its rate."""
+
+    ds: Annotated[tuple[Annotated[int, Between(4, 4096)], ...], Items(1, 16)] = (16, 64, 256)
+    heads: Annotated[tuple[Heads, ...], Items(1, 2)] = ("tied", "split")
+    runs: Annotated[int, Between(1, 1000)] = 8
+    steps: Annotated[int, Between(1, 10**5)] = 150
+    optimizer: Literal["adam", "sgd"] = "adam"
+    lr: Annotated[float, Between(0.0, 1e12, open_low=True)] = 0.1
+    seed: Seed = 0
+
+
+@experiment(
+    "multistep",
+    book=MultistepPlan(),
+    full=MultistepPlan(ds=(16, 64, 256, 1024, 4096), runs=32, steps=1000),
+    full_minutes=0.9,
+)
+def multistep_sweep(plan: MultistepPlan) -> MultistepResult:
+    """Many small steps instead of one large one: Adam (or SGD) from each model's own start, population gradient."""
+    ds, heads, runs, steps, optimizer, lr, seed = (
+        plan.ds, plan.heads, plan.runs, plan.steps, plan.optimizer, plan.lr, plan.seed,
+    )  # fmt: skip
     rows = []
     for d, model_heads in progress([(d, h) for d in ds for h in heads], "multi-step training"):
         pair = random_pair(d, seed=seed)
@@ -130,23 +135,3 @@ def multistep_sweep(
             )
         )  # fmt: skip
     return MultistepResult(tuple(rows), optimizer, lr, steps, EPSILON)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m xorlib.experiments.multistep [--full]``: run the sweep (cached) and print it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="d up to 4096, 32 runs, 1,000 steps")
-    args = parser.parse_args(argv)
-    result = multistep_sweep((16, 64, 256, 1024, 4096), runs=32, steps=1000) if args.full else multistep_sweep()
-    print(f"{result.optimizer}, lr {result.lr:g}, population gradient, {result.steps} steps")
-    for row in result.rows:
-        print(f"d {row.d:>5} {row.heads:>5}: worst < {result.epsilon:g} in {row.success:>4.0%} of {row.runs} runs "
-              f"(median step {row.steps_success:>5.0f}), every sign right in {row.sign:>4.0%} (median step "
-              f"{row.steps_sign:>5.0f}); one step: median worst {np.nanmedian(row.one_step_worst):.2g}")  # fmt: skip
-    return 0
-
-
-if __name__ == "__main__":  # run the package's module, so results carry the package's types
-    from xorlib.experiments.multistep import main as package_main
-
-    raise SystemExit(package_main())

@@ -1,7 +1,7 @@
 """A disk cache for slow results, in a format that cannot run code.
 
 *What this is:* memoisation on disk (:func:`cached`; experiments get it from
-``@experiment``). *What it is not:* an object store: it keeps the values a result
+``@experiment``), a side concern of the tooling floor that the experiments use. *What it is not:* an object store: it keeps the values a result
 is made of and rebuilds only the result types that :mod:`xorlib` declares.
 
 Format
@@ -10,11 +10,12 @@ Format
     value (NaN and infinities as Python's :mod:`json` writes them), and the SHA-256
     of ``<key>.npz`` beside it, which holds the arrays and tensors and is read with
     ``allow_pickle=False``. A dataclass is rebuilt field by field (``object.__new__``:
-    none of its code runs) only if its type is registered (:func:`result_type`, or
-    a cached function's declared return type and the dataclasses its fields name)
-    and defined in xorlib; a type an entry names is looked up there, never
-    imported. Tensors come back on the CPU, dense, with their dtype; numpy scalars
-    as Python scalars.
+    none of its code runs) only if its type is registered: a cached function's
+    declared return type and the frozen dataclasses its fields name (or
+    :func:`result_type`); a type an entry names is looked up there, never imported.
+    The value an entry decodes to must be of the function's declared return type,
+    or the entry is refused. Tensors come back on the CPU, dense, with their dtype;
+    numpy scalars as Python scalars.
 Key
     SHA-256 of canonical JSON of the function's qualified name; its arguments
     bound to its signature with defaults (floats by ``repr``, frozen dataclasses
@@ -33,7 +34,10 @@ Location
     ``$XORLIB_CACHE``, else ``.cache/xorlib`` in a writable source checkout, else
     ``~/.cache/xorlib``; ``XORLIB_NO_CACHE=1`` turns caching off. A folder that
     cannot be read or written (or a file at its path) is bypassed with one warning
-    per process. Writes go through a temporary file and :func:`os.replace`: no
+    per process, and so is one that someone else could change: the cache folder,
+    its ``v1`` and each function's folder must be real directories (not symbolic
+    links) owned by the user, with no group or other write permission (they are
+    made with mode 0700). Entries are opened without following symbolic links. Writes go through a temporary file and :func:`os.replace`: no
     reader sees half an entry. If a module of the package changed on disk after
     this process imported the cache, the running code may be older than the key
     says: new values are then not stored (one warning; restart the kernel).
@@ -68,8 +72,6 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-__all__ = ["cache_dir", "clear_cache"]
-
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
 
@@ -99,13 +101,9 @@ def _is_result_class(obj: object) -> bool:
     return isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
-def _is_xorlib_result(obj: object) -> bool:
-    return _is_result_class(obj) and obj.__module__.partition(".")[0] == "xorlib"  # type: ignore[attr-defined]
-
-
 def _register_declared(hint: object, seen: set[object]) -> None:
-    """Register the frozen xorlib dataclasses a type hint names, and those their fields name."""
-    if _is_xorlib_result(hint) and hint not in seen:
+    """Register the frozen dataclasses a declared type hint names, and those their fields name."""
+    if _is_result_class(hint) and hint not in seen:
         seen.add(hint)
         _registry[_name(hint)] = hint  # type: ignore[assignment]
         with contextlib.suppress(Exception):  # unresolvable annotations: nested types need @result_type
@@ -116,15 +114,13 @@ def _register_declared(hint: object, seen: set[object]) -> None:
 
 
 def result_type(cls: C) -> C:
-    """Declare ``cls``, a frozen dataclass of xorlib (and the dataclasses its fields name), one the cache rebuilds.
+    """Declare ``cls``, a frozen dataclass (and the dataclasses its fields name), one the cache rebuilds.
 
-    An experiment's declared return type is declared automatically; use this for
+    A cached function's declared return type is declared automatically; use this for
     a type its annotations do not name or that cannot be resolved from them.
     """
-    if not _is_xorlib_result(cls):
-        raise TypeError(
-            f"result_type expects a frozen dataclass defined in xorlib (the cache rebuilds no other), got {cls!r}"
-        )
+    if not _is_result_class(cls):
+        raise TypeError(f"result_type expects a frozen dataclass (the cache rebuilds no other), got {cls!r}")
     _register_declared(cls, set())
     return cls
 
@@ -144,7 +140,8 @@ def _source_fingerprint(root: Path) -> str:
 
 def _environment() -> dict[str, str]:
     """The library versions and the torch default dtype that a result may depend on."""
-    xorlib_version = str(getattr(sys.modules.get("xorlib"), "__version__", "unknown"))
+    from . import __version__ as xorlib_version  # the package's one version (xorlib/__init__.py)
+
     versions = {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
     return {**versions, "xorlib": xorlib_version, "default_dtype": str(torch.get_default_dtype())}
 
@@ -241,13 +238,29 @@ def _write_atomic(path: Path, data: bytes) -> None:
             os.unlink(temporary)
 
 
+def _private_folder(path: Path) -> None:
+    """Make ``path`` (mode 0700) if it is missing; refuse (``PermissionError``) a folder someone else could change.
+
+    It must be a real directory, not a symbolic link, owned by this user, with no group or other write permission.
+    """
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700, parents=True)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{path} is a symbolic link or not a directory")
+    if os.name != "nt" and info.st_uid != os.getuid():
+        raise PermissionError(f"{path} is owned by another user (uid {info.st_uid})")
+    if os.name != "nt" and info.st_mode & 0o022:
+        raise PermissionError(f"{path} can be written by others (mode {stat.S_IMODE(info.st_mode):o}); chmod go-w it")
+
+
 def _secret(directory: Path) -> bytes:
     """The per-user signing key ``<directory>/key``, made on first use; refused unless private to this user."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private_folder(directory)
     path = directory / "key"
     if not path.exists():  # a concurrent first use may replace it: entries signed with the loser's key are refused
         _write_atomic(path, secrets.token_bytes(32))  # mkstemp makes it 0600
-    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as file:
+    with _open_no_follow(path) as file:
         info, secret = os.fstat(file.fileno()), file.read(33)
     foreign = os.name != "nt" and (info.st_uid != os.getuid() or info.st_mode & 0o077 or not stat.S_ISREG(info.st_mode))
     if foreign or len(secret) != 32:
@@ -269,10 +282,28 @@ def _npz_bytes(arrays: list[np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
-def _load(entry: Path, material: dict[str, object], secret: bytes) -> object:
+def _open_no_follow(path: Path) -> Any:
+    """``path`` opened for reading, refusing (``OSError``) a symbolic link instead of following it."""
+    return os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb")
+
+
+def _read(path: Path) -> bytes:
+    with _open_no_follow(path) as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise _Refused(f"{path.name} is not a regular file")
+        return file.read()
+
+
+def _declared(expected: object) -> type | None:
+    """The class a declared return type requires of a value (``None``: no requirement)."""
+    origin = typing.get_origin(expected) or expected
+    return origin if isinstance(origin, type) and origin is not typing.Any else None
+
+
+def _load(entry: Path, material: dict[str, object], secret: bytes, expected: object = None) -> object:
     """The value stored at ``entry``; :class:`_Refused` if it must not be served."""
     try:
-        document = json.loads(entry.read_bytes())
+        document = json.loads(_read(entry))
         payload = document["payload"]
         if not hmac.compare_digest(str(document["hmac"]), _signature(secret, payload)):
             raise _Refused("its signature does not match your key: it was planted, altered or written by someone else")
@@ -280,21 +311,24 @@ def _load(entry: Path, material: dict[str, object], secret: bytes) -> object:
             raise _Refused("its key material does not match this call")
         arrays = {}
         if payload["arrays"] is not None:
-            blob = entry.with_suffix(".npz").read_bytes()
+            blob = _read(entry.with_suffix(".npz"))
             if hashlib.sha256(blob).hexdigest() != payload["arrays"]:
                 raise _Refused("its arrays file does not match the SHA-256 the entry records")
             with np.load(io.BytesIO(blob), allow_pickle=False) as archive:  # an .npz of plain arrays, never pickles
                 arrays = {name: archive[name] for name in archive.files}
-        return _decode(payload["result"], arrays)
-    except (FileNotFoundError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as err:
-        raise _Refused(f"it is corrupt or truncated ({type(err).__name__}: {err})") from None
+        value = _decode(payload["result"], arrays)
+    except (OSError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as err:
+        raise _Refused(f"it is corrupt, truncated or a link ({type(err).__name__}: {err})") from None
+    kind = _declared(expected)
+    if kind is not None and not isinstance(value, kind):
+        raise _Refused(f"it holds a {type(value).__name__}, not the declared {kind.__name__}")
+    return value
 
 
 def _store(entry: Path, material: dict[str, object], value: object, secret: bytes) -> None:
     """Write ``value`` at ``entry``: the arrays first, then the signed JSON that names them."""
     arrays: list[np.ndarray] = []
     payload = {"format": _FORMAT, "key": material, "result": _encode(value, arrays, "the result"), "arrays": None}
-    entry.parent.mkdir(parents=True, exist_ok=True)
     if arrays:  # equal values make equal bytes: concurrent writers of one entry cannot mismatch its two files
         blob = _npz_bytes(arrays)
         payload["arrays"] = hashlib.sha256(blob).hexdigest()
@@ -320,7 +354,7 @@ def _folder(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def _cached_call(name: str, arguments: list[list[object]], compute: Callable[[], Any]) -> Any:
+def _cached_call(name: str, arguments: list[list[object]], compute: Callable[[], Any], expected: object = None) -> Any:
     """Serve the entry of this call if one may be served, else ``compute()`` the value and store it."""
     root, directory = _PACKAGE, cache_dir()
     material = {"function": name, "arguments": arguments, "source": _source_fingerprint(root), **_environment()}
@@ -328,8 +362,10 @@ def _cached_call(name: str, arguments: list[list[object]], compute: Callable[[],
     unusable = f"the cache folder {directory} cannot be used; results are computed and not stored"
     try:
         secret = _secret(directory)
-        if entry.is_file():
-            return _load(entry, material, secret)
+        _private_folder(directory / "v1")
+        _private_folder(entry.parent)
+        if os.path.lexists(entry):
+            return _load(entry, material, secret, expected)
     except _Refused as why:
         warnings.warn(f"cache entry {entry} refused, recomputing: {why}", CacheWarning, stacklevel=3)
     except OSError as err:
@@ -371,9 +407,11 @@ def cached(function: F) -> F:
         arguments = [[key, _encode(value, None, f"{name}: argument {key}")] for key, value in bound.arguments.items()]
         if os.environ.get("XORLIB_NO_CACHE") == "1":
             return function(*args, **kwargs)
+        expected = None
         with contextlib.suppress(Exception):  # annotations that cannot be resolved register nothing
-            _register_declared(typing.get_type_hints(inspect.unwrap(function)).get("return"), set())
-        return _cached_call(name, arguments, lambda: function(*args, **kwargs))
+            expected = typing.get_type_hints(inspect.unwrap(function)).get("return")
+            _register_declared(expected, set())
+        return _cached_call(name, arguments, lambda: function(*args, **kwargs), expected)
 
     wrapper.uncached = function  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
@@ -387,5 +425,9 @@ def clear_cache(function: Callable[..., Any] | None = None) -> None:
             f"got {type(function).__name__} {getattr(function, '__name__', function)!r}"
         )
     folder = cache_dir() / "v1" / ("" if function is None else _folder(_name(function)))
+    for level in (folder.parent, folder) if function is not None else (folder,):
+        if os.path.islink(level):  # never follow a link out of the cache: remove the link itself
+            os.unlink(level)
+            return
     if folder.is_dir():
         shutil.rmtree(folder)

@@ -27,32 +27,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 
-from .. import _random
-from .._checks import (
-    check_choice,
-    check_float,
-    check_int,
-    check_pair,
-    check_seed,
-    check_signs,
-    check_size,
-    check_tensor,
-)
-from ..attention import _scores_vjp, _weights
-from ..certify import certify_scores, worst_case_loss
-from ..model import HEADS, ModelConfig, readout_constants
-from ..population import Moments, _loss
-from ..population import _score_gradient as _population_score_gradient
+from .._certificate import certificate, log_weights, of_weights
+from .._checks import check_size
+from .._moments import loss_of_weights, population_objective
+from .._random import derive_seed
+from ..model import ModelConfig
 from ..task import sample_xor
 
-__all__ = ["DivergenceError", "TrainConfig", "train"]
-
-OPTIMIZERS = ("adam", "sgd")
-GRADIENTS = ("population", "empirical")
 #: Certified worst-case loss below which every input is classified correctly.
 SIGN_LOSS = 0.5
 
@@ -90,33 +76,12 @@ class TrainConfig:
     model: ModelConfig
     pair: tuple[int, int]
     steps: int = 300
-    optimizer: str = "adam"
+    optimizer: Literal["adam", "sgd"] = "adam"
     lr: float = 0.1
-    gradient: str = "population"
-    n: int | None = None
+    gradient: Literal["population", "empirical"] = "population"
+    n: int | None = None  # required for the empirical gradient (and only then)
     data_seed: int = 0
     epsilon: float = 1e-2
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, ModelConfig):
-            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
-        object.__setattr__(self, "pair", check_pair("pair", self.pair, self.model.d))
-        check_int("steps", self.steps, minimum=0, maximum=10**6)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        object.__setattr__(self, "lr", check_float("lr", self.lr, minimum=0.0, maximum=1e12, strict_minimum=True))
-        check_choice("gradient", self.gradient, GRADIENTS)
-        if self.gradient == "empirical":
-            if self.n is None:
-                raise ValueError(
-                    "n (the full-batch sample size) is required for gradient='empirical': it must be an integer >= 1"
-                )
-            check_int("n", self.n, minimum=1, maximum=10**8)
-        elif self.n is not None:
-            raise ValueError(f"n is only used with gradient='empirical', got n = {self.n!r} with gradient='population'")
-        check_seed("data_seed", self.data_seed)
-        object.__setattr__(
-            self, "epsilon", check_float("epsilon", self.epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
-        )
 
 
 @dataclass(frozen=True)
@@ -156,20 +121,13 @@ def _first_below(curve: np.ndarray, level: float) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _empirical(scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, c0: float, c1: float, attention: str):
+def _empirical(scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, c0: float, c1: float, normaliser):
     """Mean sample loss ``(R,)`` and its score gradient ``(R, 2, d)`` for runs with their own samples ``x`` ``(R, n, d)``."""
-    weights = _weights(scores, attention)
+    weights = normaliser.weights(scores)
     z = torch.einsum("rnd,rhd->rnh", x, weights)
     residual = c0 - c1 * z[..., 0] * z[..., 1] - y
     pull = (-c1 / x.shape[1]) * residual.unsqueeze(-1) * z.flip(-1)  # head 1 is pulled by z_2, head 2 by z_1
-    return 0.5 * (residual**2).mean(-1), _scores_vjp(scores, weights, torch.einsum("rnh,rnd->rhd", pull, x), attention)
-
-
-def _run_models(config: TrainConfig, runs: int) -> list[ModelConfig]:
-    base = config.model
-    check_seed("model.code_seed + runs - 1", base.code_seed + runs - 1)
-    check_seed("model.init_seed + runs - 1", base.init_seed + runs - 1)
-    return [dataclasses.replace(base, code_seed=base.code_seed + r, init_seed=base.init_seed + r) for r in range(runs)]
+    return 0.5 * (residual**2).mean(-1), normaliser.pullback(scores, weights, torch.einsum("rnh,rnd->rhd", pull, x))
 
 
 def train_runs(config: TrainConfig, runs: int = 1) -> tuple[TrainResult, ...]:
@@ -180,41 +138,36 @@ def train_runs(config: TrainConfig, runs: int = 1) -> tuple[TrainResult, ...]:
     DivergenceError
         If a loss or a gradient becomes NaN or infinite.
     """
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    runs = check_int("runs", runs, minimum=1, maximum=10**4)
-    models = _run_models(config, runs)
-    d, m, pair, heads, attention = (
-        config.model.d,
-        config.model.m,
-        config.pair,
-        config.model.heads,
-        config.model.attention,
-    )
-    c0, c1 = config.model.readout
+    base = config.model
+    models = [
+        dataclasses.replace(base, code_seed=base.code_seed + r, init_seed=base.init_seed + r) for r in range(runs)
+    ]
+    d, m, pair, model = base.d, base.m, config.pair, base
+    c0, c1 = model.readout
     check_size(f"train_runs(runs={runs}, d={d}, m={m})", runs * d * m, 8)
     codes = torch.stack([model.codes.dense() for model in models])  # (R, d, m)
     parameter = torch.nn.Parameter(torch.stack([model.initial_queries() for model in models]))  # (R, 2, m)
     x = y = None
     if config.gradient == "empirical":
         check_size(f"the samples (runs={runs}, n={config.n}, d={d})", runs * config.n * d, 8)
-        seeds = [_random.derive_seed(config.data_seed, "train", r) for r in range(runs)]
+        seeds = [derive_seed(config.data_seed, "train", r) for r in range(runs)]
         x, y = (torch.stack(t) for t in zip(*(sample_xor(config.n, d, pair, seed=s) for s in seeds), strict=True))
     optimiser = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)([parameter], lr=config.lr)
     curves = {key: np.full((config.steps + 1, runs), math.nan) for key in ("loss", "worst", "train")}
     for t in range(config.steps + 1):
         with torch.no_grad():
             scores = parameter.detach() @ codes.transpose(1, 2)  # (R, 2, d)
-            weights = _weights(scores, attention)
-            curves["loss"][t] = _loss(Moments.of(weights[:, 0], weights[:, 1], pair), c0, c1).numpy()
-            if attention == "softmax":
-                curves["worst"][t] = certify_scores(scores, pair, heads=heads).upper.numpy()
+            weights = model.normaliser.weights(scores)
+            curves["loss"][t] = loss_of_weights(weights, pair, model.readout).numpy()
+            if model.attention == "softmax":
+                tied = (scores[..., 0, :] == scores[..., 1, :]).all(-1)
+                curves["worst"][t] = certificate(*log_weights(scores, pair), tied, model).upper.numpy()
             else:
-                curves["worst"][t] = worst_case_loss(weights, pair, heads=heads).upper.numpy()
+                curves["worst"][t] = of_weights(weights, pair, model).upper.numpy()
             if x is None:
-                score_grad = _population_score_gradient(scores, pair, heads, attention)
+                score_grad = population_objective(scores, pair, model.readout, model.normaliser)[1]
             else:
-                train_loss, score_grad = _empirical(scores, x, y, c0, c1, attention)
+                train_loss, score_grad = _empirical(scores, x, y, c0, c1, model.normaliser)
                 curves["train"][t] = train_loss.numpy()
             grad = score_grad @ codes
             if not (np.isfinite(curves["loss"][t]).all() and bool(torch.isfinite(grad).all())):
@@ -248,19 +201,14 @@ def train(config: TrainConfig) -> TrainResult:
 
 
 def worst_and_margin(
-    weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, heads: str = "split"
+    weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, model: ModelConfig
 ) -> tuple[float, float]:
     r"""The largest loss :math:`\max_s \tfrac12(f(x_s) - y_s)^2` and the smallest margin :math:`\min_s y_s f(x_s)` on inputs ``x``.
 
     ``weights`` ``(2, d)`` are the heads' attention; pass all :math:`2^d` inputs
     (:func:`xorlib.task.all_inputs`) for the exact worst case.
     """
-    heads = check_choice("heads", heads, HEADS)
-    weights = check_tensor("weights", weights, ndim=2, shape={0: 2})
-    kw = {"dtype": weights.dtype, "device": weights.device}
-    x = check_signs("x", check_tensor("x", x, ndim=2, shape={1: weights.shape[1]}, **kw))
-    y = check_signs("y", check_tensor("y", y, ndim=1, shape={0: x.shape[0]}, **kw))
-    c0, c1 = readout_constants(heads)
+    c0, c1 = model.readout
     z = x @ weights.T
     f = c0 - c1 * z[:, 0] * z[:, 1]
     return float((0.5 * (f - y) ** 2).max()), float((y * f).min())

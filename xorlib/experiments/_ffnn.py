@@ -6,34 +6,33 @@ r"""What a feed-forward network pays for sparse XOR, measured beside the one-ste
 * :func:`same_criterion`: samples to success of the MLP and of both one-step
   Transformers under the **same** two criteria: (a) the learner's own loss below
   :math:`10^{-2}` on every input, (b) every sign right;
-* the models linear in their parameters are in :mod:`xorlib.experiments.linear_models`.
+* the models linear in their parameters are in ``_linear_models``.
 
-``python -m xorlib.experiments.ffnn --full`` runs the full grids (cached) and prints them.
+Experiments ``lr_grid`` and ``same_criterion``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import numpy as np
 
-from .._checks import check_float, check_int, check_seed, check_sequence
-from ..codes import default_code_dim
-from ..learners.mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp
-from ..learners.training import DivergenceError
-from ..runtime import progress
+from .._contract import Between, Items, Seed, config, public
+from .._runtime import progress
+from ..codes import Codes
+from ..learners._mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp
+from ..learners._training import DivergenceError
 from ..task import random_pair
-from ._criteria import EPSILON, EXACT_D, LEARNERS, check_ds, median, n50, sample_grid, test_set, transformer_checks
-from ._runner import experiment
+from ._criteria import EPSILON, EXACT_D, LEARNERS, Learner, median, n50, sample_grid, test_set, transformer_checks
+from ._registry import experiment
 
-__all__ = ["lr_grid", "same_criterion"]
+Trials = Annotated[int, Between(1, 1000)]
+LearningRate = Annotated[float, Between(0.0, 1e6, open_low=True)]
 
 
-# ----------------------------------------------------------------------------- Barak et al.'s learning-rate grid
 @dataclass(frozen=True)
 class LearningRateRow:
     """One (``d``, learning rate) of :func:`lr_grid`: how many of ``trials`` networks succeeded, and when."""
@@ -74,27 +73,25 @@ class LrGridResult:
         ]  # fmt: skip
 
 
-@experiment
-def lr_grid(
-    ds: tuple[int, ...] = (10, 20, 30),
-    *,
-    lrs: tuple[float, ...] = BARAK_LRS,
-    trials: int = 8,
-    width: int = 128,
-    max_steps: int = 2000,
-    seed: int = 0,
-) -> LrGridResult:
+@config
+class LrGridPlan:
+    """Dimensions (2 to 4096), Barak et al.'s rates, trials (at most 1000), width (at most 65,536), steps (at most 10^7)."""
+
+    ds: Annotated[tuple[Annotated[int, Between(2, 4096)], ...], Items(1, 16)] = (10, 20, 30)
+    lrs: Annotated[tuple[LearningRate, ...], Items(1, 32)] = BARAK_LRS
+    trials: Trials = 8
+    width: Annotated[int, Between(1, 65536)] = 128
+    max_steps: Annotated[int, Between(1, 10**7)] = 2000
+    seed: Seed = 0
+
+
+@experiment("lr_grid", book=LrGridPlan(), full=LrGridPlan(trials=25, max_steps=20_000), full_minutes=1.2)
+def lr_grid(plan: LrGridPlan) -> LrGridResult:
     """Barak et al.'s protocol at each ``d`` and learning rate; trial ``t`` has the pair ``random_pair(d, seed=seed + t)``.
 
-    A learning rate whose run diverges (:class:`~xorlib.learners.training.DivergenceError`)
-    counts as failing every trial, and is marked ``diverged``.
+    A learning rate whose run diverges counts as failing every trial, and is marked ``diverged``.
     """
-    ds = check_ds(ds, 2)
-    lrs = tuple(
-        check_float(f"lrs[{k}]", lr, minimum=0.0, maximum=1e6, strict_minimum=True)
-        for k, lr in enumerate(check_sequence("lrs", lrs))
-    )
-    trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
+    ds, lrs, trials, width, max_steps, seed = plan.ds, plan.lrs, plan.trials, plan.width, plan.max_steps, plan.seed
     rows, best = [], []
     for d in progress(ds, "learning-rate grid"):
         pairs = [random_pair(d, seed=seed + t) for t in range(trials)]
@@ -121,7 +118,6 @@ def lr_grid(
     return LrGridResult(tuple(rows), tuple(best), width, max_steps, trials)
 
 
-# ----------------------------------------------------------------------------- the same criteria for every learner
 @dataclass(frozen=True)
 class CriterionRow:
     """Samples to success of one learner at one ``d`` under one criterion.
@@ -150,12 +146,13 @@ class SameCriterionResult:
     trials: int
     epsilon: float
 
-    def row(self, d: int, learner: str, criterion: str) -> CriterionRow:
+    @public
+    def row(self, d: int, learner: Learner, criterion: Literal["loss", "sign"]) -> CriterionRow:
         """The row of one ``d``, learner and criterion (``"loss"`` or ``"sign"``)."""
         for row in self.rows:
             if (row.d, row.learner, row.criterion) == (d, learner, criterion):
                 return row
-        raise KeyError(f"no row for d = {d}, learner = {learner!r}, criterion = {criterion!r}")
+        raise ValueError(f"d must be one of {sorted({row.d for row in self.rows})}, got {d}")
 
     def summary(self) -> list[dict[str, object]]:
         """One table row per (``d``, learner): parameters, ``n50`` under (a) and (b), and how "every input" was checked."""
@@ -169,17 +166,26 @@ class SameCriterionResult:
         return rows
 
 
-@experiment
-def same_criterion(
-    ds: tuple[int, ...] = (16, 32),
-    *,
-    trials: int = 10,
-    n_max: int = 2**16,
-    per_octave: int = 1,
-    mlp_lr: float = 1.0,
-    width: int = 128,
-    seed: int = 0,
-) -> SameCriterionResult:
+@config
+class SameCriterionPlan:
+    """Dimensions (4 to 1024), trials (at most 1000), the largest sample size (64 to 2^22), grid points per octave, the MLP."""
+
+    ds: Annotated[tuple[Annotated[int, Between(4, 1024)], ...], Items(1, 16)] = (16, 32)
+    trials: Trials = 10
+    n_max: Annotated[int, Between(64, 2**22)] = 2**16
+    per_octave: Annotated[int, Between(1, 8)] = 1
+    mlp_lr: LearningRate = 1.0
+    width: Annotated[int, Between(1, 65536)] = 128
+    seed: Seed = 0
+
+
+@experiment(
+    "same_criterion",
+    book=SameCriterionPlan(),
+    full=SameCriterionPlan((16, 32, 64), trials=32, per_octave=2, n_max=2**18),
+    full_minutes=1.1,
+)
+def same_criterion(plan: SameCriterionPlan) -> SameCriterionResult:
     r"""Success fraction against the number of samples, for the MLP and both one-step Transformers, under both criteria.
 
     Trial ``t`` (``seed + t``) fixes the pair ``random_pair(d, seed=t)`` for every
@@ -192,19 +198,15 @@ def same_criterion(
     :math:`d \le 20`; beyond, the Transformer's (a) is its :math:`O(d)` certificate and every
     other check uses :math:`2^{13}` fresh samples (an estimate, marked in ``test``).
     """
-    ds = check_ds(ds, 4)
-    trials, seed = check_int("trials", trials, minimum=1, maximum=1000), check_seed("seed", seed)
-    n_max = check_int("n_max", n_max, minimum=64, maximum=2**22)
-    per_octave = check_int("per_octave", per_octave, minimum=1, maximum=8)
-    mlp_lr = check_float("mlp_lr", mlp_lr, minimum=0.0, maximum=1e6, strict_minimum=True)
-    width = check_int("width", width, minimum=1, maximum=65536)
+    ds, trials, seed, mlp_lr, width = plan.ds, plan.trials, plan.seed, plan.mlp_lr, plan.width
+    n_max, per_octave = plan.n_max, plan.per_octave
     grid = sample_grid(32, n_max, per_octave)
     rows = []
     for d in progress(ds, "same criterion"):
         trial_ids = [seed + t for t in range(trials)]
         pairs = [random_pair(d, seed=t) for t in trial_ids]
         tests = [test_set(d, p, t) for p, t in zip(pairs, trial_ids, strict=True)]
-        m = default_code_dim(d)
+        m = Codes(d).m
         for heads in ("tied", "split"):
             ok = np.array(
                 [transformer_checks(d, heads, t, grid, test) for t, test in zip(trial_ids, tests, strict=True)]
@@ -231,27 +233,3 @@ def same_criterion(
                 CriterionRow(d, "MLP", criterion, config.parameters, test, n_mlp, fraction, n50(n_mlp, fraction))
             )
     return SameCriterionResult(tuple(rows), mlp_lr, trials, EPSILON)
-
-
-# ----------------------------------------------------------------------------- command line
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m xorlib.experiments.ffnn [--full]``: run the grids (cached) and print them."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="25 trials and 20,000 steps per rate; d up to 64")
-    args = parser.parse_args(argv)
-    grid = lr_grid(trials=25, max_steps=20_000) if args.full else lr_grid()
-    print(f"Barak et al.'s grid, width {grid.width}, at most {grid.max_steps:,} steps")
-    for row in grid.rows:
-        print(f"d {row.d:>3}  lr {row.lr:<6g} {row.successes:>3}/{row.trials} succeeded  median samples {row.median_samples:>9,.0f}"
-              f"{'  diverged' if row.diverged else ''}")  # fmt: skip
-    same = same_criterion((16, 32, 64), trials=32, per_octave=2, n_max=2**18) if args.full else same_criterion()
-    print(f"\nsamples to 50 % success (MLP at lr {same.mlp_lr:g}, {same.trials} trials)")
-    for row in same.rows:
-        print(f"d {row.d:>3}  {row.learner:<18} ({row.criterion}, {row.test}): n50 = {row.n50:,.0f}")
-    return 0
-
-
-if __name__ == "__main__":  # run the package's module, so results carry the package's types
-    from xorlib.experiments.ffnn import main as package_main
-
-    raise SystemExit(package_main())
