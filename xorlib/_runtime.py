@@ -26,7 +26,12 @@ _state = {"progress": os.environ.get("XORLIB_PROGRESS") == "1"}
 
 
 def set_progress(show: bool) -> None:
-    """Show (``True``) or hide (``False``) progress bars in every long computation of the package."""
+    """Show (``True``) or hide (``False``) progress bars in every long computation of the package.
+
+    Examples
+    --------
+    >>> set_progress(False)
+    """
     _state["progress"] = check_bool("show", show)
 
 

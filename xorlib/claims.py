@@ -72,6 +72,11 @@ def claims_table() -> object:
     """The status table as the book's HTML table (:func:`xorlib.report.html_table`): claim, model, status, and where.
 
     ``where`` names the chapter and the label of its theorem or section (``02: thm-tied``).
+
+    Examples
+    --------
+    >>> 'Theorem' in str(claims_table()) or 'proved' in str(claims_table())
+    True
     """
     rows = [
         {"claim": c.claim, "model": c.model, "status": c.status, "where": f"{c.chapter.split('_', 1)[0]}: {c.label}"}

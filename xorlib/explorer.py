@@ -139,7 +139,7 @@ def _finite_or_inf(value: float) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-def _softmax_state(d: int, heads: str, kappa: float, n: int, sigma: float, seed: int) -> ExplorerState:
+def _softmax_state(d: int, heads: Heads, kappa: float, n: int, sigma: float, seed: int) -> ExplorerState:
     result = one_step(d, heads, seed=seed, n=n or None, sigma=sigma, step=kappa)
     before, after = result.weights_before, result.weights_after
     worst = result.worst_case
@@ -158,7 +158,9 @@ def _softmax_state(d: int, heads: str, kappa: float, n: int, sigma: float, seed:
     )  # fmt: skip
 
 
-def _variant_state(d: int, heads: str, attention: str, kappa: float, sigma: float, seed: int) -> ExplorerState:
+def _variant_state(
+    d: int, heads: Heads, attention: AttentionKind, kappa: float, sigma: float, seed: int
+) -> ExplorerState:
     config = ModelConfig(d, heads, attention=attention, code_seed=seed, sigma=sigma, init_seed=seed)
     pair = random_pair(d, seed=seed)
     step = variant_step(config, pair, kappa)
@@ -229,8 +231,9 @@ class Explorer:
 
     Examples
     --------
-    >>> Explorer(d=64, heads="split", kappa=100.0).state.split  # doctest: +SKIP
-    True
+    >>> explorer = Explorer(d=64, heads="split", kappa=100.0)
+    >>> explorer.state.split, explorer.error
+    (True, '')
     """
 
     #: The values of ``d`` the control offers (:func:`explorer_state` takes any ``d`` from 4 to the largest).

@@ -169,7 +169,13 @@ class TwoHeadModel(nn.Module):
 
     @public
     def forward(self, x: Annotated[torch.Tensor, Array(ndim=(2,))]) -> torch.Tensor:
-        """Predictions :math:`f(x) = c_0 - c_1 z_1 z_2` for inputs ``x`` of shape ``(n, d)``."""
+        """Predictions :math:`f(x) = c_0 - c_1 z_1 z_2` for inputs ``x`` of shape ``(n, d)``.
+
+        Examples
+        --------
+        >>> TwoHeadModel(ModelConfig(8, "tied")).forward(torch.ones(3, 8, dtype=torch.float64)).shape
+        torch.Size([3])
+        """
         x = check_tensor("x", x, ndim=2, shape={1: self.config.d}, dtype=self.codes.dtype)
         c0, c1 = self.config.readout
         z = head_outputs(self.weights(), x)

@@ -20,6 +20,7 @@ from ._checks import check_pair, check_tensor
 from ._contract import MAX_FORMULA_D, MAX_M, Array, Between, Pair, public
 
 __all__ = [
+    "REMAINDER_CONSTANT",
     "first_order_split_vector",
     "rest_mass",
     "rest_mass_bound",
@@ -362,7 +363,9 @@ def split_sample_bound(
     try:
         variance_term = 384 * (1 + theta) ** 3 * gram_norm * d / gap**2
         range_term = 64 * d**2 / (3 * gap)
-        bound = (variance_term + range_term) * math.log(4 * (d - 1) / delta)
+        ratio = 4 * (d - 1) / delta
+        union = math.log(ratio) if math.isfinite(ratio) else math.log(4 * (d - 1)) - math.log(delta)
+        bound = (variance_term + range_term) * union
     except (OverflowError, ZeroDivisionError):
         bound = math.inf
     if not math.isfinite(bound):

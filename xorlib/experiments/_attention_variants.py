@@ -105,9 +105,10 @@ def variant_step(config: ModelConfig, pair: tuple[int, int], kappa: float) -> Va
         loss = loss_of_weights(weights, pair, config.readout)
     worst = of_weights(weights, pair, config)
     # Losses of degree four in weights near e^700 overflow (inf - inf is NaN): report the overflow as +inf.
+    inf = {"posinf": torch.inf, "neginf": -torch.inf}  # nan_to_num would clamp infinities to the largest float
     worst = WorstCase(
-        lower=torch.nan_to_num(worst.lower, nan=torch.inf), upper=torch.nan_to_num(worst.upper, nan=torch.inf),
-        exact=worst.exact, margin=torch.nan_to_num(worst.margin, nan=-torch.inf),
+        lower=torch.nan_to_num(worst.lower, nan=torch.inf, **inf), upper=torch.nan_to_num(worst.upper, nan=torch.inf, **inf),
+        exact=worst.exact, margin=torch.nan_to_num(worst.margin, nan=-torch.inf, **inf),
     )  # fmt: skip
     mean = float(loss)
     return VariantStep(

@@ -92,7 +92,16 @@ class AuthorsResult:
 
     @public
     def row(self, d: int, learner: str) -> AuthorsRow:
-        """The row of one ``d`` and learner (``"authors' model (v1)"``, ``"one step, split"``, ...)."""
+        """The row of one ``d`` and learner (``"authors' model (v1)"``, ``"one step, split"``, ...).
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> result = run("authors", dataclasses.replace(plan("authors"), ds=(4,), epochs=(2,), runs=(1,), adam_steps=2))
+        >>> result.row(4, "one step, split").runs
+        1
+        """
         for row in self.rows:
             if (row.d, row.learner) == (d, learner):
                 return row
@@ -103,7 +112,16 @@ class AuthorsResult:
 
     @public
     def runs_at(self, d: int) -> AuthorsRuns:
-        """The authors' runs at ``d``."""
+        """The authors' runs at ``d``.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> result = run("authors", dataclasses.replace(plan("authors"), ds=(4,), epochs=(2,), runs=(1,), adam_steps=2))
+        >>> result.runs_at(4).d
+        4
+        """
         for runs in self.authors:
             if runs.d == d:
                 return runs
@@ -207,6 +225,18 @@ class AuthorsPlan:
     adam_steps: Annotated[int, Between(1, 10**5)] = 100
     mlp_lr: Annotated[float, Between(0.0, 1e6, open_low=True)] = 1.0
     seed: Seed = 0
+
+    @public
+    def protocol(self, d: Annotated[int, Between(4, 64)]) -> AuthorsConfig:
+        """The authors' training protocol at ``d`` (two heads): ``parameters``, ``n_train`` (their set's size), ``lr``...
+
+        Examples
+        --------
+        >>> from xorlib.experiments import plan
+        >>> plan("authors").protocol(16).n_train
+        39322
+        """
+        return AuthorsConfig(d, k=2)
 
     def __post_init__(self) -> None:
         if len(self.epochs) != len(self.ds) or len(self.runs) != len(self.ds):

@@ -148,7 +148,16 @@ class SameCriterionResult:
 
     @public
     def row(self, d: int, learner: Learner, criterion: Literal["loss", "sign"]) -> CriterionRow:
-        """The row of one ``d``, learner and criterion (``"loss"`` or ``"sign"``)."""
+        """The row of one ``d``, learner and criterion (``"loss"`` or ``"sign"``).
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> same = run("same_criterion", dataclasses.replace(plan("same_criterion"), ds=(4,), trials=1, n_max=64))
+        >>> same.row(4, "MLP", "sign").learner
+        'MLP'
+        """
         for row in self.rows:
             if (row.d, row.learner, row.criterion) == (d, learner, criterion):
                 return row

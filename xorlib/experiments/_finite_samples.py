@@ -72,7 +72,17 @@ class SuccessGrid:
 
     @public
     def sample_bounds(self, delta: Annotated[float, Between(0.0, 1.0, open_low=True)] = 0.1) -> np.ndarray:
-        """Theorem F's sample size for every trial ``(code draws, trials)`` (``nan`` where a population gap is not positive)."""
+        """Theorem F's sample size for every trial ``(code draws, trials)`` (``nan`` where a population gap is not positive).
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> tiny = plan("finite_samples").split.__class__(ds=(4,), code_draws=1, trials=1)
+        >>> grid = run("finite_samples", dataclasses.replace(plan("finite_samples"), split=tiny, tied=tiny, resamples=10)).split.grids[0]
+        >>> grid.sample_bounds(0.1).shape
+        (1, 1)
+        """
         out = np.full((len(self.population_gaps), len(self.population_gaps[0])), np.nan)
         for c, (gaps, ranges) in enumerate(zip(self.population_gaps, self.start_ranges, strict=True)):
             for t, (gap, r) in enumerate(zip(gaps, ranges, strict=True)):
@@ -82,7 +92,17 @@ class SuccessGrid:
 
     @public
     def successes(self, criterion: Criterion = "worst case") -> np.ndarray:
-        """Booleans ``(code draws, trials, sample sizes)``: criterion ``"worst case"`` (A) or ``"signs"`` (B)."""
+        """Booleans ``(code draws, trials, sample sizes)``: criterion ``"worst case"`` (A) or ``"signs"`` (B).
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> tiny = plan("finite_samples").split.__class__(ds=(4,), code_draws=1, trials=1)
+        >>> grid = run("finite_samples", dataclasses.replace(plan("finite_samples"), split=tiny, tied=tiny, resamples=10)).split.grids[0]
+        >>> grid.successes("signs").shape[:2]
+        (1, 1)
+        """
         if criterion == "signs":
             return np.asarray(self.signs_correct, dtype=bool)
         return np.asarray(self.worst, dtype=float) <= self.epsilon

@@ -70,7 +70,16 @@ class MultistepResult:
 
     @public
     def row(self, d: int, heads: Heads) -> MultistepRow:
-        """The row of one ``d`` and model."""
+        """The row of one ``d`` and model.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> sweep = run("multistep", dataclasses.replace(plan("multistep"), ds=(4,), runs=1, steps=2))
+        >>> sweep.row(4, "split").runs
+        1
+        """
         for row in self.rows:
             if (row.d, row.heads) == (d, heads):
                 return row

@@ -149,12 +149,30 @@ class StepCurves:
 
     @public
     def median(self, label: str) -> tuple[float, ...]:
-        """The median worst case over the draws, per sharpness, for one of ``labels``."""
+        """The median worst case over the draws, per sharpness, for one of ``labels``.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> curves = run("step_sizes", dataclasses.replace(plan("step_sizes"), d=8, sample_sizes=(0,), kappas=(1.0, 100.0), draws=2))
+        >>> len(curves.median("tied, population"))
+        2
+        """
         return tuple(statistics.median(column) for column in zip(*self._rows(label), strict=True))
 
     @public
     def success_fraction(self, label: str, epsilon: Epsilon) -> tuple[float, ...]:
-        """The fraction of draws whose certified worst case is at most ``epsilon``, per sharpness, for one of ``labels``."""
+        """The fraction of draws whose certified worst case is at most ``epsilon``, per sharpness, for one of ``labels``.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from xorlib.experiments import plan, run
+        >>> curves = run("step_sizes", dataclasses.replace(plan("step_sizes"), d=8, sample_sizes=(0,), kappas=(1.0, 100.0), draws=2))
+        >>> len(curves.success_fraction("split, population", 1e-6))
+        2
+        """
         rows = self._rows(label)
         return tuple(sum(w <= epsilon for w in column) / len(rows) for column in zip(*rows, strict=True))
 

@@ -62,8 +62,9 @@ KEEP_WEIGHTS = 2**20
 #: The tied model's certified rule scans this many step sizes up to this many positions (beyond: the margin form).
 SCAN_POINTS, SCAN_UP_TO = 121, 2**18
 #: The largest score magnitude after a step that float64 certifies: each log-weight is then known to within
-#: ``16 eps (|s| + ln d + 1) < 4e-3``; beyond, the certificate's rounding allowance swamps it (NaN, then nothing).
-MAX_CERTIFIED_SCORE = 2.0**40
+#: ``16 eps (|s| + ln d + 1) < 1/2`` (each weight within a factor 1.65); beyond, the certificate's rounding
+#: allowance grows without bound and its arithmetic overflows (a bound of 10^42, then NaN).
+MAX_CERTIFIED_SCORE = 2.0**47
 #: A step: a rule that chooses it, or a sharpness kappa.
 Step = Literal["certified", "lattice"] | Annotated[float, Between(0.0, 1e12, open_low=True)]
 

@@ -152,6 +152,12 @@ def plot_explorer(state: ExplorerState) -> Figure:
     (a) Both heads' attention after the step, one panel each, the hidden positions shaded; (b) the mean and the
     certified worst-case loss before and after the step, on a log axis; (c) a summary of the setting. See the
     module docstring for how every panel clamps.
+
+    Examples
+    --------
+    >>> from xorlib.explorer import explorer_state
+    >>> plot_explorer(explorer_state(d=8, kappa=10.0))  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     check_instance("state", state, ExplorerState, "an ExplorerState (from xorlib.explorer.explorer_state)")
     fig, axes = subplots(4, per_row=2, height=2.55)

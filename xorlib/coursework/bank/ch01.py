@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...attention import attention_weights
-from ...model import readout_constants
+from ...model import ModelConfig
 from ...task import all_inputs, xor_labels
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import codes, gaussian, pair, samples
@@ -41,7 +41,7 @@ def softmax_head(query, codes, x):
 def _head_reference(
     query: torch.Tensor, codes: torch.Tensor, x: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    weights = attention_weights(codes @ query, "softmax")
+    weights = attention_weights(ModelConfig(codes.shape[0]), codes @ query)
     return weights, x @ weights
 
 
@@ -176,7 +176,7 @@ def _losses_reference(
     weights: torch.Tensor, pair: tuple[int, int], heads: str
 ) -> torch.Tensor:
     x = all_inputs(weights.shape[-1])
-    c0, c1 = readout_constants(heads)
+    c0, c1 = ModelConfig(weights.shape[-1], heads).readout
     z = x @ weights.T
     return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] - xor_labels(x, pair)) ** 2
 
@@ -243,7 +243,7 @@ def _losses_mistakes() -> tuple[Mistake, ...]:
 
     def label_sign(weights, pair, heads):
         x = all_inputs(weights.shape[-1])
-        c0, c1 = readout_constants(heads)
+        c0, c1 = ModelConfig(weights.shape[-1], heads).readout
         z = x @ weights.T
         return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] + xor_labels(x, pair)) ** 2
 

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ...population import population_gradient
+from ...model import ModelConfig
+from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import codes, gaussian, gradient_mistakes, pair
 
@@ -53,7 +54,10 @@ def split_gradient(queries, codes, pair):
 def _split_reference(
     queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]
 ) -> torch.Tensor:
-    return population_gradient(queries, codes, pair, heads="split")
+    model = ModelConfig(
+        codes.shape[0], "split", m=codes.shape[1], code_kind="gaussian"
+    )  # its codes: `codes`
+    return population(model, queries, pair, codes=codes).gradient
 
 
 def _split_case(
@@ -119,7 +123,16 @@ def _split_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(
             "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
-            lambda q, p, pr: population_gradient(q, p, pr, heads="tied"),
+            lambda q, p, pr: (
+                population(
+                    ModelConfig(
+                        p.shape[0], "tied", m=p.shape[1], code_kind="gaussian"
+                    ),
+                    q,
+                    pr,
+                    codes=p,
+                ).gradient
+            ),
         ),
         Mistake(
             "missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.",
@@ -149,7 +162,7 @@ SPLIT_GRADIENT = AutoQuestion(
     outputs=("the gradient",),
     mistakes=_split_mistakes(),
     hint="the tied model's gradient with c0 = 0, c1 = 1; the two heads now have different weights.",
-    forbidden=("xorlib.population.population_gradient",),
+    forbidden=("xorlib.population.population",),
 )
 
 

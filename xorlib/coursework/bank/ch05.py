@@ -7,6 +7,7 @@ import math
 import torch
 
 from ...attention import attention_weights
+from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian
 
@@ -30,7 +31,7 @@ def _autograd_pullback(
     differentiation.
     """
     s = scores.detach().clone().requires_grad_(True)
-    weights = attention_weights(s, kind)
+    weights = attention_weights(ModelConfig(s.shape[-1], attention=kind), s)
     (pullback,) = torch.autograd.grad(weights, s, grad_outputs=grad)
     return weights.detach(), pullback
 

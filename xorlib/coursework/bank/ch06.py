@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ...empirical import empirical_score_gradient as _empirical_score_gradient
+from ...empirical import empirical
+from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian, generator, pair, samples
 
@@ -47,7 +48,10 @@ def _empirical_reference(
     identity = torch.eye(
         scores.shape[-1], dtype=scores.dtype
     )  # codes = I makes the queries the scores
-    return _empirical_score_gradient(scores, identity, x, y, heads=heads)
+    model = ModelConfig(
+        scores.shape[-1], heads, code_kind="onehot"
+    )  # one-hot codes: the identity
+    return empirical(model, scores, x, y, codes=identity).score_gradient
 
 
 def _empirical_case(
@@ -131,7 +135,7 @@ SAMPLE_GRADIENT = AutoQuestion(
     outputs=("the score gradient",),
     mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
-    forbidden=("xorlib.empirical.empirical_score_gradient",),
+    forbidden=("xorlib.empirical.empirical",),
 )
 
 

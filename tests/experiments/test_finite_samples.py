@@ -9,24 +9,23 @@ import math
 import numpy as np
 import pytest
 
-from xorlib.experiments.finite_samples import grid_for, success_grid, thresholds
-from xorlib.experiments.one_step import step_size_curves
+from xorlib.experiments import plan, run
+from xorlib.experiments._finite_samples import thresholds
+from xorlib.experiments._fits import bootstrap_exponent, logistic_threshold, power_law
+from xorlib.learners._one_step import StepConfig, learning_curve, take_step
 from xorlib.model import ModelConfig
-from xorlib.one_step import OneStepConfig, learning_curve, run_one_step
-from xorlib.stats import bootstrap_exponent, logistic_threshold, power_law
 from xorlib.task import random_pair
 
 
 def test_learning_curve_equals_separate_steps() -> None:
     model = ModelConfig(24, "split", code_seed=2, init_seed=2)
-    config = OneStepConfig(model, random_pair(24, seed=2), data_seed=2, epsilon=1e-2)
-    curve = learning_curve(config, [50, 300, 2000])
+    config = StepConfig(model, random_pair(24, seed=2), data_seed=2, epsilon=1e-2)
+    curve = learning_curve(config, (50, 300, 2000))
     for result in curve:
-        alone = run_one_step(dataclasses.replace(config, n=result.config.n))
+        alone = take_step(dataclasses.replace(config, n=result.config.n))
+        # the running sums are split at the snapshots: the same sums in another order (relative differences)
         assert alone.kappa == pytest.approx(result.kappa, rel=1e-9)
         assert float(alone.worst_case.upper) == pytest.approx(float(result.worst_case.upper), rel=1e-6, abs=1e-300)
-    with pytest.raises(ValueError, match="increasing"):
-        learning_curve(config, [300, 50])
 
 
 def test_fits_recover_known_values() -> None:
@@ -44,24 +43,24 @@ def test_fits_recover_known_values() -> None:
 
 
 @pytest.fixture(scope="module")
-def small_grids():
-    return {
-        heads: success_grid.uncached(heads, 16, grid_for(heads, 16), code_draws=2, trials=4)
-        for heads in ("split", "tied")
-    }
+def small():
+    grid = plan("finite_samples").split.__class__(ds=(16,), code_draws=2, trials=4)
+    return run("finite_samples", dataclasses.replace(plan("finite_samples"), split=grid, tied=grid, resamples=10))
 
 
-def test_split_needs_fewer_samples_than_tied(small_grids) -> None:
-    assert thresholds(small_grids["split"]) < thresholds(small_grids["tied"])
+def test_split_needs_fewer_samples_than_tied(small) -> None:
+    assert thresholds(small.split.grids[0]) < thresholds(small.tied.grids[0])
+    assert [row.heads for row in small.rows] == ["split", "tied"] and small.split.draws == 8
 
 
-def test_theorem_f_bound_is_above_the_measured_samples(small_grids) -> None:
-    grid = small_grids["split"]
+def test_theorem_f_bound_is_above_the_measured_samples(small) -> None:
+    grid = small.split.grids[0]
     assert float(np.nanmedian(grid.sample_bounds())) > thresholds(grid)
+    assert small.rows[0].theorem_f > small.rows[0].n_star_worst_case
 
 
 def test_tied_window_and_split_no_upper_edge() -> None:
-    curves = step_size_curves.uncached(24, (100_000,), draws=4)
+    curves = run("step_sizes", dataclasses.replace(plan("step_sizes"), d=24, sample_sizes=(100_000,), draws=4))
     tied = curves.median("tied, n = 100,000")
     best = int(np.argmin(tied))
     assert tied[-1] > 100 * tied[best]  # too large a step undoes the tied model

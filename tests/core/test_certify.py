@@ -10,6 +10,7 @@ import torch
 
 from xorlib.certify import certify_scores, worst_case_loss
 from xorlib.codes import Codes
+from xorlib.model import ModelConfig
 from xorlib.theory import tied_worst_case
 
 mpmath.mp.dps = 60
@@ -45,7 +46,7 @@ def _cases(count: int, seed: int):
     """Random, tied, sharp, split, adversarially mis-split and near-degenerate head scores."""
     g = torch.Generator().manual_seed(seed)
     for trial in range(count):
-        d = int(torch.randint(3, 9, (1,), generator=g))
+        d = int(torch.randint(4, 9, (1,), generator=g))  # ModelConfig: d >= 4
         pair = tuple(sorted(torch.randperm(d, generator=g)[:2].tolist()))
         s = torch.randn(2, d, generator=g, dtype=torch.float64) * float(
             10 ** torch.empty(1).uniform_(-1, 2, generator=g)
@@ -71,10 +72,10 @@ def test_certificate_from_scores_is_sound_and_exact_where_flagged() -> None:
     checked = exact = 0
     for scores, pair, heads in _cases(240, seed=1):
         truth, margin = _brute_force_both([_softmax(row.tolist()) for row in scores], pair, heads)
-        certificate = certify_scores(scores, pair, heads=heads)
+        certificate = certify_scores(ModelConfig(scores.shape[-1], heads), scores, pair)
         assert mpmath.mpf(float(certificate.lower)) <= truth <= mpmath.mpf(float(certificate.upper))
         assert mpmath.mpf(float(certificate.margin)) <= margin  # the sign certificate is sound too
-        if bool(certificate.exact) and heads == "tied":
+        if bool(certificate.exact) and heads == "tied":  # "exact" is the certificate's claim of nine digits
             assert abs(mpmath.mpf(float(certificate.margin)) - margin) < 1e-9
         if bool(certificate.exact):
             exact += 1
@@ -93,7 +94,7 @@ def test_certificate_from_arbitrary_weights_is_sound_even_for_adversarial_weight
             weights[1] = weights[0]
         exact_weights = [[mpmath.mpf(float(w)) for w in row] for row in weights]
         truth, margin = _brute_force_both(exact_weights, pair, heads)
-        certificate = worst_case_loss(weights, pair, heads=heads)
+        certificate = worst_case_loss(ModelConfig(weights.shape[-1], heads), weights, pair)
         assert mpmath.mpf(float(certificate.lower)) <= truth <= mpmath.mpf(float(certificate.upper))
         assert mpmath.mpf(float(certificate.margin)) <= margin
 
@@ -106,12 +107,12 @@ def test_float32_weights_are_never_flagged_exact_and_stay_sound() -> None:
     weights[:, [3, 7]] = (1 - rest) / 2
     truth = tied_worst_case(rest)
     assert abs(truth - 32 * rest**2 * (1 - rest) ** 2) < 1e-30 and abs(truth - 1.518e-18) < 1e-21
-    single = worst_case_loss(weights.float(), (3, 7), heads="tied")
+    single = worst_case_loss(ModelConfig(d, "tied"), weights.float(), (3, 7))
     assert not bool(single.exact)
     assert float(single.upper) >= truth
     # From the scores the certificate keeps every digit, whatever d.
     scores = torch.log(weights)
-    from_scores = certify_scores(scores, (3, 7), heads="tied")
+    from_scores = certify_scores(ModelConfig(d, "tied"), scores, (3, 7))
     assert bool(from_scores.exact)
     assert float(from_scores.upper) == pytest.approx(truth, rel=1e-9)
     assert float(from_scores.lower) <= truth <= float(from_scores.upper)
@@ -124,15 +125,28 @@ def test_tied_exact_value_matches_the_theorem() -> None:
     weights = torch.softmax(scores, -1)
     rest = float(weights[0].sum() - weights[0, 2] - weights[0, 11])
     gap = float((weights[0, 2] - weights[0, 11]).abs())
-    certificate = certify_scores(scores, (2, 11), heads="tied")
+    certificate = certify_scores(ModelConfig(30, "tied"), scores, (2, 11))
     assert bool(certificate.exact)
     assert float(certificate.upper) == pytest.approx(tied_worst_case(rest, gap), rel=1e-9)
 
 
 def test_bad_arguments() -> None:
+    model = ModelConfig(5)
     with pytest.raises(ValueError, match="size 2 along axis -2"):
-        certify_scores(torch.zeros(3, 5, dtype=torch.float64), (0, 1))
+        certify_scores(model, torch.zeros(3, 5, dtype=torch.float64), (0, 1))
     with pytest.raises(ValueError, match="finite"):
-        worst_case_loss(torch.full((2, 5), float("nan"), dtype=torch.float64), (0, 1))
+        worst_case_loss(model, torch.full((2, 5), float("nan"), dtype=torch.float64), (0, 1))
     with pytest.raises(ValueError, match="pair\\[1\\]"):
-        certify_scores(torch.zeros(2, 5, dtype=torch.float64), (0, 5))
+        certify_scores(model, torch.zeros(2, 5, dtype=torch.float64), (0, 5))
+    with pytest.raises(ValueError, match="model.attention must be 'softmax'"):
+        certify_scores(ModelConfig(5, attention="relu"), torch.zeros(2, 5, dtype=torch.float64), (0, 1))
+
+
+def test_weights_whose_loss_would_overflow_are_refused_not_nan() -> None:
+    """Issue 19, finding 7: valid weights scaled by 1e300 gave NaN bounds; above 1e75 they are now refused."""
+    model = ModelConfig(8)
+    weights = torch.full((2, 8), 0.125, dtype=torch.float64)
+    with pytest.raises(ValueError, match="weights must be at most 1e\\+75"):
+        worst_case_loss(model, weights * 1e300, (1, 5))
+    worst = worst_case_loss(model, weights * 1e70, (1, 5))
+    assert not torch.isnan(worst.upper) and not torch.isnan(worst.lower) and not torch.isnan(worst.margin)

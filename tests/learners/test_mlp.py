@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
+from _tolerance import assert_close, gamma
 
-from xorlib.learners.mlp import (
+from xorlib.learners._mlp import (
     MLPConfig,
     MLPParams,
     hinge_gradients,
@@ -17,7 +16,7 @@ from xorlib.learners.mlp import (
     mlp_snapshots,
     train_mlp,
 )
-from xorlib.learners.training import DivergenceError
+from xorlib.learners._training import DivergenceError
 from xorlib.task import all_inputs, sample_xor
 
 
@@ -39,7 +38,8 @@ def test_hand_written_gradients_match_autograd() -> None:
     reference, reference_loss = _autograd_reference(params, x, y)
     assert torch.allclose(loss, reference_loss)
     for a, b in zip(ours, reference, strict=True):
-        assert torch.allclose(a, b, atol=1e-12)
+        # means over 64 samples of terms at most 1 in size (|g_f| <= 1/B, |a|, |w|, |x| <= 1), through W + d sums
+        assert_close(a, b, operations=64 + 7 + 9, scale=1.0)
     assert float(loss.min()) > 0  # the hinge is active, so the gradients are not trivially zero
     assert all(float(g.abs().max()) > 0 for g in ours)
 
@@ -79,9 +79,9 @@ def test_min_margin_is_the_smallest_margin_over_all_inputs() -> None:
     f = mlp_forward(params, x)
     direct = torch.stack([(-x[:, i] * x[:, j] * f[k]).min() for k, (i, j) in enumerate(pairs)])
     assert torch.allclose(min_margin(params, pairs), direct)
-    assert bool(
-        (min_margin(params, pairs, samples=4096, seed=1) >= direct - 1e-6).all()
-    )  # a sample's min is >= the true min
+    # a sample's min is >= the true min, up to the float32 rounding of outputs of size <= W = 16 (sums of W + d terms)
+    slack = 2 * gamma(16 + 8, torch.float32) * 16
+    assert bool((min_margin(params, pairs, samples=4096, seed=1) >= direct - slack).all())
 
 
 def test_snapshots_follow_the_same_run_as_train_mlp() -> None:
@@ -98,53 +98,7 @@ def test_snapshots_follow_the_same_run_as_train_mlp() -> None:
 def test_divergence_raises_instead_of_reporting_accuracy_zero() -> None:
     with pytest.raises(DivergenceError, match="diverged at step"):
         train_mlp(MLPConfig(8, lr=1e4, max_steps=200), [(1, 5)])
-    broken = init_mlp(8, 4)
-    broken.first[0, 0, 0] = math.inf  # refused where it enters
-    with pytest.raises(ValueError, match="params.first must contain only finite values"):
-        min_margin(broken, [(1, 5)])
     huge = init_mlp(8, 4)
     huge.first.mul_(3e38)  # finite, but the outputs overflow
     with pytest.raises(DivergenceError, match="NaN or infinite"):
         min_margin(huge, [(1, 5)])
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
-    [
-        ({"d": 1}, ValueError, "d must be"),
-        ({"d": 8.0}, TypeError, "d must be an integer"),
-        ({"d": 8, "lr": 0.0}, ValueError, "lr must be"),
-        ({"d": 8, "lr": math.nan}, ValueError, "lr must be a finite"),
-        ({"d": 8, "batch": 0}, ValueError, "batch must be"),
-        ({"d": 8, "width": True}, TypeError, "width must be an integer"),
-    ],
-)
-def test_bad_configs_raise_clear_errors(kwargs: dict, error: type, message: str) -> None:
-    with pytest.raises(error, match=message):
-        MLPConfig(**kwargs)
-
-
-def test_bad_arguments_raise_clear_errors() -> None:
-    config, params = MLPConfig(8, max_steps=10), init_mlp(8, 4)
-    with pytest.raises(TypeError, match="config must be an MLPConfig"):
-        train_mlp("config", [(0, 1)])  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="pairs must be a non-empty"):
-        train_mlp(config, [])
-    with pytest.raises(ValueError, match="pairs\\[0\\] must hold two distinct"):
-        train_mlp(config, [(2, 2)])
-    with pytest.raises(ValueError, match="steps must be strictly increasing"):
-        mlp_snapshots(config, [(0, 1)], (5, 5))
-    with pytest.raises(ValueError, match="steps\\[0\\] must be"):
-        mlp_snapshots(config, [(0, 1)], (11,))
-    with pytest.raises(TypeError, match="x must be a floating tensor"):
-        mlp_forward(params, torch.ones(3, 8, dtype=torch.int64))
-    with pytest.raises(ValueError, match="x must have size 8"):
-        mlp_forward(params, torch.ones(3, 7))
-    with pytest.raises(TypeError, match="x must have dtype"):
-        mlp_forward(params, torch.ones(3, 8, dtype=torch.float64))
-    with pytest.raises(TypeError, match="params must be an MLPParams"):
-        mlp_forward((1, 2), torch.ones(3, 8))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="only for d <= 20"):
-        min_margin(init_mlp(21, 2), [(0, 1)])
-    with pytest.raises(ValueError, match="one pair per network"):
-        min_margin(params, [(0, 1), (2, 3)])

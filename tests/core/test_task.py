@@ -56,7 +56,8 @@ def test_samples_do_not_depend_on_the_thread_count() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "words"),
     [
-        (lambda: sample_xor(10**12, 8, (0, 1)), ValueError, "GiB"),
+        (lambda: sample_xor(10**12, 8, (0, 1)), ValueError, "n must be"),
+        (lambda: sample_xor(2**31, 2, (0, 1)), ValueError, "GiB"),
         (lambda: sample_xor(0, 8, (0, 1)), ValueError, "n must be"),
         (lambda: sample_xor(5, 8, (0, 8)), ValueError, "pair[1]"),
         (lambda: sample_xor(5, 8, (3, 3)), ValueError, "distinct"),

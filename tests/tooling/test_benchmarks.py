@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -91,12 +91,12 @@ def test_the_chapter_table_marks_a_failing_or_slow_chapter_as_over_budget(tmp_pa
 def test_the_grid_table_reads_the_times_make_experiments_prints() -> None:
     assert grid_command(2)[1:] == ["-m", "xorlib.experiments", "--full", "--jobs", "2"]
     stand_in = (
-        "print('2 experiments (full grids), 2 at a time'); print('=== authors (full grid): 250 s ==='); "
-        "print('=== ffnn (full grid): 150 s ==='); print('all 2 experiments: 260 s wall clock with 2 at a time')"
+        "print('2 experiments (full plans), 2 at a time'); print('=== authors (full plan): 250 s ==='); "
+        "print('=== lr_grid (full plan): 150 s ==='); print('all 2 experiments: 260 s wall clock with 2 at a time')"
     )
     result = grids_benchmark(command=[sys.executable, "-c", stand_in])
     assert [(row.experiment, row.seconds) for row in result.rows] == [
-        ("authors", 250), ("ffnn", 150), ("all (wall clock)", 260)
+        ("authors", 250), ("lr_grid", 150), ("all (wall clock)", 260)
     ]  # fmt: skip
     assert GRIDS_BUDGET_S == 600 and result.rows[-1].share_of_budget == 260 / 600
     assert "python -m xorlib.experiments --full" in as_text(result) and "2 experiments at a time" in result.note
@@ -105,9 +105,9 @@ def test_the_grid_table_reads_the_times_make_experiments_prints() -> None:
 def test_the_experiments_command_runs_the_book_grids_in_parallel_and_reports_failures(capsys) -> None:
     from xorlib.experiments.__main__ import main as experiments_main
 
-    assert experiments_main(["--only", "attention_variants", "one_step", "--jobs", "2"]) == 0
+    assert experiments_main(["enumeration_check", "one_head", "--jobs", "2"]) == 0
     out = capsys.readouterr().out
-    assert "=== one_step (book grid):" in out and "=== attention_variants (book grid):" in out
+    assert "=== one_head (book plan):" in out and "=== enumeration_check (book plan):" in out
     assert "wall clock with 2 at a time" in out
     with pytest.raises(SystemExit):
         experiments_main(["--jobs", "0"])
@@ -120,3 +120,22 @@ def test_an_absent_device_is_refused_before_anything_runs(capsys) -> None:
     assert stop.value.code == 2 and "CUDA is not available" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         benchmarks_main(["--device", "tpu9", "--only", "codes"])
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "words"),
+    [
+        ("benchmarks.measure", ["--d", "3"], "d must be an integer in [4, 1000000000]"),
+        ("benchmarks.measure", ["--d", "64", "--device", "meta"], "device is 'meta'"),
+        ("benchmarks.chapter_times", ["--limit", "-1"], "must be above 0"),
+        ("benchmarks.chapter_times", ["no_such_chapter.md"], "must be an existing chapter file"),
+        ("benchmarks", ["--only", "nothing"], "invalid choice"),
+    ],
+)
+def test_finding_5_every_benchmark_cli_gives_a_usage_error_never_a_traceback(module, args, words) -> None:
+    """Issue 19, finding 5: ``python -m benchmarks.measure --d 3`` printed a traceback; ``--limit -1`` ran everything."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "usage:" in done.stderr and words in done.stderr
+    assert "Traceback" not in done.stderr

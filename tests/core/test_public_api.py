@@ -1,0 +1,365 @@
+"""The public face, checked once: its size, its privacy, its floors, its pages, and every bad call refused clearly.
+
+The contract the fuzzing uses is derived from the package (``_derived_contract``): the public names from the
+modules' ``__all__``, the kinds and ranges of each argument from its annotation, one valid call from each
+callable's docstring. Each bad call must
+
+* raise :class:`TypeError` or :class:`ValueError` (or a subclass) within :data:`LIMIT_S` seconds (a refusal, not a
+  computation: sizes and counts are refused before any work);
+* name the argument as the caller spelled it, and say what is allowed, with no impossible range.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import math
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import _derived_contract as contract
+import matplotlib.pyplot as plt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xorlib
+from xorlib._contract import Between
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "xorlib"
+#: A bad call must be refused within this many seconds (it is a check, not a computation).
+LIMIT_S = 10.0
+#: The most public names the package may have, across all public modules' __all__ (issue 19).
+MAX_PUBLIC_NAMES = 60
+
+CALLABLES = contract.callables()
+BY_WHERE = {entry.where: entry for entry in CALLABLES}
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_IMPOSSIBLE = (
+    (re.compile(rf"\bin\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]"), lambda a, b: a > b),
+    (re.compile(rf"\bfrom\s*({_NUMBER})\s*to\s*({_NUMBER})"), lambda a, b: a > b),
+)
+_STATES = re.compile(
+    r"\b(must|should|expect(?:s|ed)?|needs?|requires?|only|at most|at least|one of|allowed|cannot|use|choose|"
+    r"not available|unknown|no (?:row|column|such))\b",
+    re.IGNORECASE,
+)
+
+
+# --------------------------------------------------------------------------------------------- the face
+#: The coursework's share of the 60: the grader track is keeping it to a handful (check, grade_all, ...).
+COURSEWORK_BUDGET = 8
+
+
+def _count(predicate) -> tuple[int, dict[str, list[str]]]:
+    names = {module: entries for module, entries in contract.public_names().items() if predicate(module) and entries}
+    return sum(map(len, names.values())), names
+
+
+def test_the_public_face_outside_the_coursework_leaves_the_coursework_its_budget() -> None:
+    total, names = _count(lambda module: not module.startswith("xorlib.coursework"))
+    assert total <= MAX_PUBLIC_NAMES - COURSEWORK_BUDGET, names
+
+
+COURSEWORK_NOW = _count(lambda module: module.startswith("xorlib.coursework"))[0]
+
+
+@pytest.mark.xfail(
+    COURSEWORK_NOW > COURSEWORK_BUDGET,
+    strict=True,
+    reason=f"the coursework's public modules hold {COURSEWORK_NOW} names; the grader track is reducing them to "
+    f"about {COURSEWORK_BUDGET} (remove this mark when it has)",
+)
+def test_the_public_face_is_at_most_60_names() -> None:
+    total, names = _count(lambda module: True)
+    assert total <= MAX_PUBLIC_NAMES, names
+
+
+def test_every_public_name_exists_and_the_api_pages_list_exactly_them() -> None:
+    """Each public module with public names has one ``automodule :members:`` (which documents its ``__all__``)."""
+    pages = "\n".join(path.read_text() for path in (ROOT / "chapters" / "api").glob("*.md"))
+    documented = re.findall(r"\.\. automodule:: (xorlib[\w.]*)\n\s+:members:", pages)
+    assert len(documented) == len(set(documented)), "a module documented twice"
+    public = {}
+    for module, entries in contract.public_names().items():
+        for name in entries:
+            assert hasattr(importlib.import_module(module), name), f"{module}.{name} is in __all__ but missing"
+        if entries and not module.startswith("xorlib.coursework."):  # the coursework's page: its package
+            public[module] = entries
+    assert set(documented) == set(public), {"not on a page": sorted(set(public) - set(documented))}
+    assert not re.search(r"\.\. auto(?:function|class|data)::", pages), "only whole modules: their __all__"
+
+
+def _imports(path: Path) -> Iterator[tuple[str, str, int]]:
+    """``(module, name, line)`` for every name a package module imports from another module of the package."""
+    here = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("xorlib")):
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for alias in node.names:
+                yield module, alias.name, node.lineno
+
+
+def _is_private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def test_no_module_imports_a_private_name_or_a_name_a_public_module_keeps_to_itself() -> None:
+    """A name crosses modules only if it is public (in ``__all__``), or lives in a private module of the package."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        theirs = "coursework" in path.relative_to(PACKAGE).parts  # the grader track's modules: private names only
+        for module, name, line in _imports(path):
+            target = importlib.import_module(module)
+            if hasattr(target, "__path__") and importlib.util.find_spec(f"{module}.{name}") is not None:
+                continue  # a module of the package itself (a package importing its private modules registers them)
+            dunder = name.startswith("__") and name.endswith("__")
+            if name.startswith("_") and not dunder:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports the private name {name} from {module}")
+            elif not theirs and not dunder and not _is_private(module) and name not in getattr(target, "__all__", []):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {name}, which {module} does not make public")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_attribute_of_another_module_is_read() -> None:
+    """No ``module._name``: what two modules share lives in a private module under a plain name."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = {  # the names bound to modules of the package
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("xorlib"))
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported:
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert not wrong, "\n".join(wrong)
+
+
+#: The floors (DESIGN.md): a module imports only from its own floor or below, or from the side (checks, cache...).
+FLOORS = {
+    "core": 1, "learners": 2, "experiments": 3, "presentation": 4, "tooling": 5,
+}  # fmt: skip
+SIDE = ("xorlib._contract", "xorlib._checks", "xorlib._random", "xorlib._runtime", "xorlib._cache", "xorlib")
+
+
+def _floor(module: str) -> int:
+    if module.startswith("xorlib.coursework"):
+        return FLOORS["tooling"]
+    if module.startswith(("xorlib.plots", "xorlib.explorer", "xorlib.claims", "xorlib.report")):
+        return FLOORS["presentation"]
+    if module.startswith("xorlib.experiments"):
+        return FLOORS["experiments"]
+    if module.startswith("xorlib.learners"):
+        return FLOORS["learners"]
+    return FLOORS["core"]
+
+
+def test_floors_only_look_down_and_nothing_imports_in_a_cycle() -> None:
+    edges: dict[str, set[str]] = {}
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for module, name, line in _imports(path):
+            if (
+                importlib.util.find_spec(f"{module}.{name}") is not None
+                if hasattr(importlib.import_module(module), "__path__")
+                else False
+            ):
+                module = f"{module}.{name}"  # the dependency is the submodule, not its package
+            if module in SIDE or module == here:
+                continue
+            edges.setdefault(here, set()).add(module)
+            if _floor(module) > _floor(here) and here != "xorlib":
+                wrong.append(f"{here}:{line} (floor {_floor(here)}) imports {module} (floor {_floor(module)})")
+    assert not wrong, "\n".join(wrong)
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: tuple[str, ...]) -> None:
+        state[node] = 1
+        for nxt in edges.get(node, ()):
+            if state.get(nxt) == 1:
+                raise AssertionError(f"import cycle: {' -> '.join((*trail, node, nxt))}")
+            if nxt not in state:
+                visit(nxt, (*trail, node))
+        state[node] = 2
+
+    for node in list(edges):
+        if node not in state:
+            visit(node, ())
+
+
+def test_the_core_reads_heads_and_attention_strings_only_in_the_config() -> None:
+    core = [
+        p for p in PACKAGE.glob("*.py") if _floor(f"xorlib.{p.stem}") <= FLOORS["learners"] and p.name != "model.py"
+    ]
+    core += list((PACKAGE / "learners").glob("*.py"))
+    for path in core:
+        text = path.read_text()
+        assert text.count("heads: str") == 0, path
+        assert not re.search(r"heads\s*==\s*[\"']", text), path
+        assert not re.search(r"attention\s*==\s*[\"'](?!softmax)", text), path
+
+
+def test_one_version_read_from_one_place() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and 'version = {attr = "xorlib.__version__"}' in pyproject
+    assert re.search(r'^__version__ = "\d+\.\d+\.\d+"$', (PACKAGE / "__init__.py").read_text(), re.M)
+    from xorlib._cache import _environment
+
+    assert _environment()["xorlib"] == xorlib.__version__
+
+
+def test_every_public_callable_has_an_example_in_its_docstring() -> None:
+    missing = [entry.where for entry in CALLABLES if contract.example(entry) is None]  # (constants are not called)
+    assert not missing, f"no example call in the docstring of: {missing}"
+
+
+# --------------------------------------------------------------------------------------------- the fuzzing
+class _TooSlow(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (a bad call that computes is a failure)."""
+
+    def expire(*_args: object) -> None:
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3), interval)
+
+
+def _names_it(message: str, names: tuple[str, ...]) -> bool:
+    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) for name in names)
+
+
+def problem(entry: contract.Callable_, bad: contract.Bad) -> str | None:
+    """What is wrong with how ``entry`` refuses ``bad`` (``None``: a clear, quick error)."""
+    owner, kwargs = contract.example(entry)  # fresh values each time: a call may not change the example's
+    try:
+        with _time_limit(LIMIT_S):
+            kwargs[bad.param] = bad.make(kwargs.get(bad.param))
+            if entry.owner is not None:
+                entry.target(owner if owner is not None else object.__new__(entry.owner), **kwargs)
+            else:
+                entry.target(**kwargs)
+    except _TooSlow:
+        return f"still computing after {LIMIT_S:g} s instead of refusing"
+    except (TypeError, ValueError) as err:
+        message = str(err)
+        if not _names_it(message, bad.names):
+            return f"{type(err).__name__} does not name {bad.names[0]!r}: {message}"
+        if not _STATES.search(message):
+            return f"{type(err).__name__} does not say what is allowed: {message}"
+        for pattern, contradicts in _IMPOSSIBLE:
+            for match in pattern.finditer(message):
+                a, b = float(match[1]), float(match[2])
+                if math.isfinite(a) and math.isfinite(b) and contradicts(a, b):
+                    return f"an impossible range {match[0]!r}: {message}"
+        return None
+    except Exception as err:
+        return f"{type(err).__name__} instead of TypeError/ValueError: {err}"
+    finally:
+        plt.close("all")
+    return "accepted silently"
+
+
+def _cases() -> list[tuple[str, contract.Bad]]:
+    cases = []
+    for entry in CALLABLES:
+        found = contract.example(entry)
+        if found is None:
+            continue
+        _, valid = found
+        for param, hint in contract.parameters(entry).items():
+            for bad in contract.bad_values(param, hint):
+                if bad.text == "None" and valid.get(param, "missing") is None:
+                    continue  # None is this call's own (valid) value
+                if param not in valid and not bad.constant:
+                    continue  # made from a valid value the example does not pass
+                cases.append((entry.where, bad))
+        for option, hint in contract.options(entry).items():
+            for bad in contract.bad_values(option, hint):
+                if bad.constant and not (bad.text == "None" and contract._optional(hint)[1]):
+                    cases.append((entry.where, bad))  # an option is not in the example: constant values only
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize(("where", "bad"), CASES, ids=[f"{w}-{b!r}" for w, b in CASES])
+def test_a_bad_argument_is_refused_clearly(where: str, bad: contract.Bad) -> None:
+    assert problem(BY_WHERE[where], bad) is None
+
+
+def test_the_derived_contract_covers_every_callable_and_is_small() -> None:
+    fuzzed = {where for where, _ in CASES}
+    assert len(fuzzed) >= 0.9 * len(CALLABLES), sorted(set(BY_WHERE) - fuzzed)
+    lines = sum(len(Path(p).read_text().splitlines()) for p in (contract.__file__, __file__))
+    assert lines < 700  # the hand-kept examples and specs it replaced were 1,809 lines
+
+
+NUMERIC = [
+    (entry.where, param, bounds)
+    for entry in CALLABLES
+    if contract.example(entry) is not None
+    for param, hint in contract.parameters(entry).items()
+    for bounds in [contract._first(contract._split(contract._optional(hint)[0])[1], Between)]
+    if bounds is not None and contract._split(contract._optional(hint)[0])[0] in (int, float)
+]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_numbers_outside_their_declared_range_are_refused(data: st.DataObject) -> None:
+    where, param, bounds = data.draw(st.sampled_from(NUMERIC))
+    integer = isinstance(contract.example(BY_WHERE[where])[1].get(param, 1.0), int)
+    outside = []
+    if bounds.low is not None:
+        if integer:
+            outside.append(st.integers(max_value=int(bounds.low) - 1))
+        else:
+            outside.append(st.floats(max_value=float(bounds.low), exclude_max=not bounds.open_low, allow_nan=False))
+    if bounds.high is not None:
+        if integer:
+            outside.append(st.integers(min_value=int(bounds.high) + 1))
+        else:
+            outside.append(st.floats(min_value=float(bounds.high), exclude_min=True, allow_nan=False))
+    if not outside:
+        return
+    value = data.draw(st.one_of(outside))
+    bad = contract.Bad(param, repr(value), lambda _valid, v=value: v, (param,))
+    assert problem(BY_WHERE[where], bad) is None
+
+
+def test_results_are_frozen_dataclasses_with_named_fields() -> None:
+    for cls in contract._result_types():
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
