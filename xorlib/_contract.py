@@ -74,7 +74,6 @@ CodeKind = Literal["balanced", "iid", "gaussian", "onehot"]
 Start = Literal["zero", "antisymmetric", "independent"]
 
 
-# --------------------------------------------------------------------------------------------- the vocabulary
 @dataclass(frozen=True)
 class Between:
     """A number from ``low`` to ``high`` (either may be ``None``: no bound); ``open_low``: strictly above ``low``."""
@@ -116,7 +115,6 @@ def Count(high: int, low: int = 1) -> Any:
     return Annotated[int, Between(low, high)]
 
 
-# --------------------------------------------------------------------------------------------- the checks
 def _pair(name: str, value: object) -> tuple[int, int]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{name} must be a pair (i, j) of two distinct non-negative integers, got {value!r:.80}")
@@ -264,7 +262,6 @@ def _sequence_checker(name: str, item: object, size: Items, as_tuple: bool) -> C
     return check
 
 
-# --------------------------------------------------------------------------------------------- the boundary
 #: Whether the current call came in through a public function: calls the package makes inside it trust their caller.
 _inside = contextvars.ContextVar("xorlib_inside_public_call", default=False)
 

@@ -91,11 +91,11 @@ def worst_case_loss(model: ModelConfig, weights: Annotated[torch.Tensor, Array(n
 
     Examples
     --------
-    >>> weights = torch.zeros(2, 8, dtype=torch.float64)
-    >>> weights[:, [1, 5]] = 0.5
+    >>> weights = torch.full((2, 8), 0.1 / 6, dtype=torch.float64)
+    >>> weights[:, [1, 5]] = 0.45  # rest mass 0.1 on the other six positions
     >>> worst = worst_case_loss(ModelConfig(8, "tied"), weights, (1, 5))
-    >>> float(worst.upper) < 1e-20, bool(worst.exact)
-    (True, True)
+    >>> round(float(worst.upper), 4), bool(worst.exact)
+    (0.2592, True)
     """
     weights = check_tensor("weights", weights, ndim=(2, 3), shape={-2: 2, -1: model.d})
     pair = check_pair("pair", pair, model.d)

@@ -231,8 +231,8 @@ class Explorer:
 
     Examples
     --------
-    >>> explorer = Explorer(d=64, heads="split", kappa=100.0)
-    >>> explorer.state.split, explorer.error
+    >>> explorer = Explorer(d=64, heads="split", kappa=100.0)  # doctest: +SKIP
+    >>> explorer.state.split, explorer.error  # doctest: +SKIP
     (True, '')
     """
 

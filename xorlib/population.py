@@ -75,7 +75,7 @@ def population(
     >>> model = ModelConfig(40, "tied")
     >>> step = population(model, torch.zeros(2, model.m, dtype=torch.float64), (4, 9))
     >>> round(float(step.loss), 6), step.score_gradient.shape, step.gradient.shape
-    (0.95, torch.Size([2, 40]), torch.Size([2, 24]))
+    (0.951187, torch.Size([2, 40]), torch.Size([2, 22]))
     """
     queries = check_tensor("queries", queries, ndim=(2, 3), shape={-2: 2, -1: model.m})
     pair = check_pair("pair", pair, model.d)

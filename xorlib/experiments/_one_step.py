@@ -32,7 +32,6 @@ Sigmas = Annotated[tuple[Annotated[float, Between(0.0, 1e6)], ...], Items(1, 64)
 DenseDimension = Annotated[int, Between(4, 2**16)]
 
 
-# ----------------------------------------------------------------------------- across d
 @dataclass(frozen=True)
 class DrawSummary:
     """One model, one rule, one ``d``: what the draws did."""
@@ -131,7 +130,6 @@ def one_step_across_d(plan: AcrossDPlan) -> AcrossD:
     return AcrossD(rows=rows, epsilon=plan.epsilon, first_seed=plan.first_seed)
 
 
-# ----------------------------------------------------------------------------- step sizes
 @dataclass(frozen=True)
 class StepCurves:
     r"""Certified worst case against the sharpness :math:`\kappa`, per model and sample size, over draws."""
@@ -216,7 +214,6 @@ def step_size_curves(plan: StepSizesPlan) -> StepCurves:
     return StepCurves(d, tuple(plan.kappas), tuple(labels), tuple(worst), first_seed)
 
 
-# ----------------------------------------------------------------------------- ties
 @dataclass(frozen=True)
 class TieFrequency:
     """How often balanced codes leave the hidden pair unseparated (a tied margin of exactly 0)."""
@@ -257,7 +254,6 @@ def tie_frequency(plan: TiePlan) -> TieFrequencies:
     return TieFrequencies(tuple(rows))
 
 
-# ----------------------------------------------------------------------------- independent starts
 @dataclass(frozen=True)
 class SplitRates:
     """For independent starts: the measured split rate at two start scales and the first-order limit."""
@@ -307,7 +303,6 @@ def independent_start_split_rates(plan: IndependentStartsPlan) -> IndependentSta
     return IndependentStarts(tuple(rows))
 
 
-# ----------------------------------------------------------------------------- start scales
 @dataclass(frozen=True)
 class SigmaSweep:
     """The split model at several start scales: draws that split and succeed, and the median certified sharpness."""

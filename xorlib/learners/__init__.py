@@ -7,9 +7,11 @@
   protocol of Barak et al. (2022);
 * ``_authors``: the authors' own model of the paper's first version, reimplemented from its description.
 
-Only :func:`xorlib.one_step` is public; the experiments (:mod:`xorlib.experiments`) call the others,
+Only :func:`one_step` is public (``xorlib.one_step``); the experiments (:mod:`xorlib.experiments`) call the others,
 which trust their callers (the experiments' plans check every size and count). Every learner raises
 ``DivergenceError`` (a ``ValueError``) when its loss turns non-finite, instead of reporting a meaningless accuracy.
 """
 
-__all__: list[str] = []
+from ._one_step import one_step
+
+__all__ = ["one_step"]  # also xorlib.one_step, the reader's one line
