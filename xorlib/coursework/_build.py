@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import threading
 from pathlib import Path
 
 __all__ = ["ALLOWED", "build_modules", "write_build"]
@@ -48,10 +49,17 @@ def __getattr__(name):
 '''
 
 
+# CPython 3.11.7 keeps the AST constructor's recursion depth per interpreter, not per thread: two threads
+# parsing at once (``grade_all``'s workers) can fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
 def _relative_imports(path: Path) -> set[str]:
     """The sibling modules a module imports with ``from . import x`` or ``from .x import y``."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    with _PARSING:
+        tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             if node.module:
                 names.add(node.module.split(".")[0])
