@@ -176,7 +176,9 @@ def _encode(value: object, arrays: list[np.ndarray] | None, where: str) -> objec
         return {"$": "ndarray", "name": f"a{len(arrays) - 1}"}
     if _is_result_class(type(value)):
         if arrays is not None and _registry.get(_name(type(value))) is not type(value):
-            raise TypeError(f"{where} is a {_name(type(value))}: declare it with @xorlib.cache.result_type to cache it")
+            raise TypeError(
+                f"{where} is a {_name(type(value))}: declare it with @xorlib._cache.result_type to cache it"
+            )
         fields = dataclasses.fields(value)  # type: ignore[arg-type]
         encoded = {f.name: _encode(getattr(value, f.name), arrays, f"{where}.{f.name}") for f in fields}
         return {"$": "result", "type": _name(type(value)), "fields": encoded}

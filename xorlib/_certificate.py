@@ -1,6 +1,6 @@
 r"""The certificate's arithmetic, trusting its callers: from log-weights to a bracket on the worst-case loss.
 
-The public face and the mathematics are in :mod:`xorlib.certify`; :mod:`xorlib.one_step` streams the
+The public face and the mathematics are in :mod:`xorlib.certify`; ``xorlib.learners._one_step`` streams the
 log-weights and calls :func:`certificate` here with the same arithmetic. :func:`tied_worst_case` is the
 book's formula for tied heads, used by the certificate and by :func:`xorlib.theory.tied_worst_case`.
 """

@@ -13,7 +13,7 @@ the tests, which try the controls at their extremes, cover every setting a reade
 =============  ==========================================================================================
 ``d``          4 to 4096 (the control: powers of two from 8)
 ``heads``      ``"split"`` or ``"tied"`` (:class:`xorlib.model.ModelConfig`)
-``attention``  one of :data:`xorlib.attention.ATTENTION_KINDS`
+``attention``  one of ``softmax``, ``linear``, ``relu``, ``sigmoid`` or ``componentwise``
 ``kappa``      ``Explorer.KAPPA_RANGE``, wide because the unnormalised forms need far larger steps than softmax
 ``n``          0 (population) or a sample count up to the largest of ``Explorer.N_CHOICES``, softmax only,
                with :math:`n d \le` ``Explorer.MAX_SAMPLE_ENTRIES`` (about a second of computing)
@@ -77,7 +77,7 @@ def explorer_state(
     heads
         ``"split"`` or ``"tied"``.
     attention
-        One of :data:`xorlib.attention.ATTENTION_KINDS`.
+        One of ``softmax``, ``linear``, ``relu``, ``sigmoid`` or ``componentwise``.
     kappa
         Sharpness of the step, from :math:`10^{-2}` to :math:`10^8`; the learning rate is :math:`\eta = \kappa d^2/c_1`.
     n
@@ -204,7 +204,7 @@ class Explorer:
     r"""The explorer's controls, its output area, and the latest :class:`ExplorerState`.
 
     Each change of a control recomputes :func:`explorer_state` and redraws
-    :func:`xorlib.plots.explorer.plot_explorer` (sliders recompute on release). A rejected setting shows its message
+    :func:`xorlib.explorer.plot_explorer` (sliders recompute on release). A rejected setting shows its message
     instead of a figure. For a normaliser other than softmax the samples control is set to 0 and disabled (its
     label says why); for the tied model, which starts at :math:`q = 0`, the :math:`\sigma` control is disabled.
 

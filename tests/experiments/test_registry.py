@@ -226,9 +226,24 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xorlib.experiments", *args], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("args", [["no_such"], ["--jobs", "0"], ["--jobs", "many"], ["--fast"]])
-def test_the_cli_gives_a_usage_error_never_a_traceback(args: list[str]) -> None:
-    done = _cli(*args)
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["no_such"], "unknown experiment"),
+        (["--jobs", "0"], "--jobs must be from 1 to 64"),
+        (["--jobs", "many"], "invalid int value"),
+        (["--fast"], "unrecognized arguments"),
+    ],
+)
+def test_the_cli_gives_a_usage_error_never_a_traceback(args: list[str], says: str, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(args)
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "usage:" in error and says in error
+
+
+def test_the_cli_process_exits_with_the_usage_error_and_no_traceback() -> None:
+    done = _cli("--jobs", "0")
     assert done.returncode == 2 and "usage:" in done.stderr and "Traceback" not in done.stderr
 
 

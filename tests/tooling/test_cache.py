@@ -1,4 +1,4 @@
-"""Tests of xorlib.cache: exact round trips, entries that cannot run code, keys that follow the source, bypass.
+"""Tests of xorlib._cache: exact round trips, entries that cannot run code, keys that follow the source, bypass.
 
 The fingerprint reads a small temporary package (``_PACKAGE``) that the tests edit; edits elsewhere change no key.
 No ``from __future__ import annotations``: the annotations are objects, and nested result types register through them.

@@ -10,7 +10,7 @@ A chapter runs an experiment by name and reads its result by named fields::
     run("across_d", smaller)
 
 Every result is cached on disk, keyed by the plan, the package's source and the library versions
-(:mod:`xorlib.cache`), and computed on one torch thread, so it is the same whatever the caller's
+(``xorlib._cache``), and computed on one torch thread, so it is the same whatever the caller's
 thread count. ``python -m xorlib.experiments [NAME ...] [--full] [--jobs N]`` runs them from the
 command line (``--list`` lists them). A plan's fields declare every size and count with its maximum:
 a plan too large is refused when it is made, before any work.

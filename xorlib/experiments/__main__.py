@@ -2,7 +2,7 @@
 
 Without names, every registered experiment; without ``--full``, the book's plans (what the
 chapters and CI run); with it, the full plans (minutes to hours). Results go to the disk cache
-(:mod:`xorlib.cache`), so a later book build reuses them.
+(``xorlib._cache``), so a later book build reuses them.
 
 The experiments are independent and each runs on one thread, so ``--jobs N`` (default: the
 number of cores, at most the number of experiments) runs ``N`` of them at once, each in its own

@@ -1,6 +1,6 @@
 r"""The authors' own v1 model, run beside the book's learners on the same pairs and with the same criteria.
 
-:func:`authors_comparison` trains the authors' model (:mod:`xorlib.learners.authors`,
+:func:`authors_comparison` trains the authors' model (``xorlib.learners._authors``,
 :math:`k = 2`) at each :math:`d` and, on the same hidden pairs, the book's learners:
 the one-step split and tied Transformers and Adam on the split model, each on the
 authors' training-set size :math:`0.6\cdot 2^d` (capped at 80,000), and the MLP with

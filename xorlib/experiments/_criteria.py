@@ -60,7 +60,7 @@ def transformer_checks(d: int, heads: str, trial: int, grid: Sequence[int], test
     """Criteria (a) and (b) after one step of one model on the first ``n`` samples of trial ``trial``, for each ``n``.
 
     The model, pair and samples are those of ``one_step(d, heads, seed=trial, n=n)``; the steps
-    for all ``n`` come from one pass over one stream (:func:`xorlib.one_step.learning_curve`).
+    for all ``n`` come from one pass over one stream (``xorlib.learners._one_step.learning_curve``).
     """
     model = ModelConfig(d, heads, code_seed=trial, init_seed=trial)
     config = StepConfig(model, random_pair(d, seed=trial), data_seed=trial, epsilon=EPSILON)

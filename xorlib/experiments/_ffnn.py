@@ -1,6 +1,6 @@
 r"""What a feed-forward network pays for sparse XOR, measured beside the one-step Transformer.
 
-* :func:`lr_grid`: Barak et al.'s protocol (:mod:`xorlib.learners.mlp`) over their
+* :func:`lr_grid`: Barak et al.'s protocol (``xorlib.learners._mlp``) over their
   learning-rate grid at their :math:`n \in \{10, 20, 30\}` for :math:`k = 2`; the best
   :math:`\eta` per setting, as they report it (a setting is solved if some :math:`\eta` solves it);
 * :func:`same_criterion`: samples to success of the MLP and of both one-step

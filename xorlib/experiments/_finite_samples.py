@@ -1,7 +1,7 @@
 r"""Finite samples: how many samples one step needs, for both models, under two success criteria.
 
 For each model, dimension ``d``, code draw and trial (pair, start and samples),
-one learning curve (:func:`xorlib.one_step.learning_curve`): one step from the
+one learning curve (``xorlib.learners._one_step.learning_curve``): one step from the
 first :math:`n` samples of one stream for every :math:`n` of a grid, with the
 pair-free certified rule aimed at :math:`\varepsilon`. Two criteria:
 (A) the certified worst-case loss over all :math:`2^d` inputs is at most :math:`\varepsilon`;

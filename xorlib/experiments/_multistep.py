@@ -4,7 +4,7 @@ r"""Many small steps instead of one large one: Adam on the tied and the split mo
 split: the antisymmetric random start) with Adam at learning rate 0.1, the
 authors' optimiser, on the exact population gradient, ``runs`` runs per ``d``
 (run ``r``: codes and start ``seed + r``), and records the certified worst-case
-loss after every step (:mod:`xorlib.learners.training`). Beside it, the one-step
+loss after every step (``xorlib.learners._training``). Beside it, the one-step
 learner (:func:`xorlib.one_step`, population gradient) on the same codes and starts.
 
 Experiment ``multistep``.

@@ -6,7 +6,7 @@ every size and count with its maximum, so a plan too large is refused before any
 returns a frozen **result** with named fields. ``@experiment(name, book=..., full=...)`` adds,
 from the outside in,
 
-1. the disk cache (:func:`xorlib.cache.cached`): the key is the experiment's qualified name, its
+1. the disk cache (``xorlib._cache.cached``): the key is the experiment's qualified name, its
    plan, the package source as it is at the call and the library versions; the declared result
    type is the one type an entry may decode to;
 2. one torch CPU thread (``xorlib._runtime.threads``) around the computation, so that a result

@@ -48,7 +48,7 @@ class ExplorerState:
     d, heads, attention, kappa, n, sigma, seed
         The setting, as validated by :func:`explorer_state`.
     m
-        The code dimension (:func:`xorlib.codes.default_code_dim`).
+        The code dimension (the default of :class:`xorlib.model.ModelConfig`).
     pair
         The hidden pair :math:`(u, v)`.
     lr

@@ -32,7 +32,7 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
     <Axes: ...>
     """
     for k, grid in enumerate(check_sequence("grids", grids)):
-        check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (see xorlib.experiments.finite_samples)")
+        check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (a row of run('finite_samples'))")
     criterion = check_choice("criterion", criterion, ("worst case", "signs"))
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
