@@ -21,6 +21,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import re
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ def _methods(cls: type, where: str) -> Iterator[Callable_]:
             yield Callable_(f"{where}.{name}", member, member, ("self",), cls)
 
 
-def _result_types() -> set[type]:
+def result_types() -> set[type]:
     """Frozen dataclasses a public callable returns (from annotations and the experiments' registry)."""
     from xorlib.experiments._registry import REGISTRY
 
@@ -111,7 +112,7 @@ def callables() -> list[Callable_]:
                 out.extend(_methods(obj, where))
             elif callable(obj):
                 out.append(Callable_(where, obj, obj))
-    for cls in sorted(_result_types(), key=lambda c: c.__qualname__):
+    for cls in sorted(result_types(), key=lambda c: c.__qualname__):
         out.extend(_methods(cls, f"{cls.__module__}:{cls.__qualname__}"))
     return out
 
@@ -173,15 +174,15 @@ def _const(value: object) -> Callable[[Any], Any]:
     return lambda _valid: value
 
 
-def _split(hint: object) -> tuple[object, tuple[object, ...]]:
+def split_hint(hint: object) -> tuple[object, tuple[object, ...]]:
     if typing.get_origin(hint) is typing.Annotated:
         base, *meta = typing.get_args(hint)
         return base, tuple(meta)
     return hint, ()
 
 
-def _optional(hint: object) -> tuple[object, bool]:
-    base, meta = _split(hint)
+def optional_hint(hint: object) -> tuple[object, bool]:
+    base, meta = split_hint(hint)
     if typing.get_origin(base) in (typing.Union, __import__("types").UnionType):
         options = [o for o in typing.get_args(base) if o is not type(None)]
         if len(options) < len(typing.get_args(base)):
@@ -190,7 +191,7 @@ def _optional(hint: object) -> tuple[object, bool]:
     return hint, False
 
 
-def _first(meta: tuple[object, ...], kind: type) -> Any:
+def first_meta(meta: tuple[object, ...], kind: type) -> Any:
     return next((m for m in meta if isinstance(m, kind)), None)
 
 
@@ -233,8 +234,8 @@ def _tensor_bads(spec: Array) -> list[tuple[str, Callable[[Any], Any]]]:
 def bad_values(param: str, hint: object, names: tuple[str, ...] | None = None) -> list[Bad]:
     """Values ``param`` (annotated ``hint``) must refuse, whatever the other arguments are."""
     names = names or (param,)
-    hint, optional = _optional(hint)
-    base, meta = _split(hint)
+    hint, optional = optional_hint(hint)
+    base, meta = split_hint(hint)
     consts: list[tuple[str, Any]] = []
     makers: list[tuple[str, Callable[[Any], Any]]] = []
     if not optional and base not in (object, Any):
@@ -242,7 +243,7 @@ def bad_values(param: str, hint: object, names: tuple[str, ...] | None = None) -
     if base is bool:
         consts += [("1", 1), ("'yes'", "yes")]
     elif base in (int, float):
-        consts += _number_bads(base, _first(meta, Between))
+        consts += _number_bads(base, first_meta(meta, Between))
     elif base is str:
         consts += [("3", 3)]
     elif typing.get_origin(base) is Literal:
@@ -251,15 +252,15 @@ def bad_values(param: str, hint: object, names: tuple[str, ...] | None = None) -
         consts += [("'ab'", "ab"), ("(1,)", (1,)), ("(1, 1)", (1, 1)), ("(-1, 2)", (-1, 2)), ("(0.5, 2)", (0.5, 2))]
         consts.append(("(0, 10**12)", (0, 10**12)))
     elif base is torch.Tensor:
-        makers += _tensor_bads(_first(meta, Array) or Array(ndim=(0, 1, 2, 3, 4)))
+        makers += _tensor_bads(first_meta(meta, Array) or Array(ndim=(0, 1, 2, 3, 4)))
     elif base is torch.dtype:
         consts += [("torch.int64", torch.int64), ("'float64'", "float64")]
-    elif _contract._is_device(base):
+    elif base == _contract.Device:
         consts += [("'meta'", "meta"), ("'tpu'", "tpu"), ("3", 3)]
         if not torch.cuda.is_available():
             consts.append(("'cuda'", "cuda"))
     elif typing.get_origin(base) in (tuple, list) and typing.get_args(base)[1:] == (Ellipsis,):
-        size = _first(meta, Items) or Items()
+        size = first_meta(meta, Items) or Items()
         item = typing.get_args(base)[0]
         consts.append(("'abc'", "abc"))
         if size.low >= 1:
@@ -267,7 +268,7 @@ def bad_values(param: str, hint: object, names: tuple[str, ...] | None = None) -
         if size.high <= 10**5:
             makers.append((f"{size.high + 1} items", lambda valid, n=size.high + 1: tuple(valid[:1]) * n))
         for bad in bad_values(f"{param}[0]", item)[:3]:
-            if bad.text != "None" or not _optional(item)[1]:
+            if bad.text != "None" or not optional_hint(item)[1]:
                 makers.append((f"({bad.text},)", lambda valid, b=bad: (b.make(valid[0]), *valid[1:])))
     elif isinstance(base, type) and dataclasses.is_dataclass(base):
         consts += [("'a config'", "a config"), ("3", 3)]
@@ -295,3 +296,8 @@ def parameters(entry: Callable_) -> dict[str, object]:
 def options(entry: Callable_) -> dict[str, object]:
     """The ``**options`` of a public function: name -> the annotation of the config field that checks it."""
     return {name: _contract.hints(cls)[name] for name, cls in _contract.option_names(entry.target).items()}
+
+
+def names_it(message: str, names: tuple[str, ...]) -> bool:
+    """Whether ``message`` names one of ``names`` as a word (``n`` in "n must be ..." but not in "an")."""
+    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) for name in names)

@@ -230,10 +230,6 @@ def test_every_public_callable_has_an_example_in_its_docstring() -> None:
 
 
 # --------------------------------------------------------------------------------------------- the fuzzing
-def _names_it(message: str, names: tuple[str, ...]) -> bool:
-    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) for name in names)
-
-
 def problem(entry: contract.Callable_, bad: contract.Bad) -> str | None:
     """What is wrong with how ``entry`` refuses ``bad`` (``None``: a clear, quick error).
 
@@ -252,7 +248,7 @@ def problem(entry: contract.Callable_, bad: contract.Bad) -> str | None:
         if time.perf_counter() - start > LIMIT_S:
             return f"refused only after {time.perf_counter() - start:.1f} s: it computed first"
         message = str(err)
-        if not _names_it(message, bad.names):
+        if not contract.names_it(message, bad.names):
             return f"{type(err).__name__} does not name {bad.names[0]!r}: {message}"
         if not _STATES.search(message):
             return f"{type(err).__name__} does not say what is allowed: {message}"
@@ -285,7 +281,7 @@ def _cases() -> list[tuple[str, contract.Bad]]:
                 cases.append((entry.where, bad))
         for option, hint in contract.options(entry).items():
             for bad in contract.bad_values(option, hint):
-                if bad.constant and not (bad.text == "None" and contract._optional(hint)[1]):
+                if bad.constant and not (bad.text == "None" and contract.optional_hint(hint)[1]):
                     cases.append((entry.where, bad))  # an option is not in the example: constant values only
     return cases
 
@@ -310,8 +306,8 @@ NUMERIC = [
     for entry in CALLABLES
     if contract.example(entry) is not None
     for param, hint in contract.parameters(entry).items()
-    for bounds in [contract._first(contract._split(contract._optional(hint)[0])[1], Between)]
-    if bounds is not None and contract._split(contract._optional(hint)[0])[0] in (int, float)
+    for bounds in [contract.first_meta(contract.split_hint(contract.optional_hint(hint)[0])[1], Between)]
+    if bounds is not None and contract.split_hint(contract.optional_hint(hint)[0])[0] in (int, float)
 ]
 
 
@@ -339,5 +335,5 @@ def test_numbers_outside_their_declared_range_are_refused() -> None:
 
 
 def test_results_are_frozen_dataclasses_with_named_fields() -> None:
-    for cls in contract._result_types():
+    for cls in contract.result_types():
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
