@@ -42,11 +42,20 @@ def book_url(app: Sphinx) -> str:
 
 
 def wheel_name(app: Sphinx) -> str:
-    """The file name of xorlib's wheel (``xorlib-<version>-py3-none-any.whl``), from ``pyproject.toml``."""
-    import tomllib
+    """The file name of xorlib's wheel (``xorlib-<version>-py3-none-any.whl``).
 
-    project = tomllib.loads((Path(app.srcdir) / "pyproject.toml").read_text())["project"]
-    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+    The version is written once, as ``__version__`` in ``xorlib/__init__.py`` (``pyproject.toml`` reads it there);
+    it is read from the source, not by importing the package.
+    """
+    import ast
+
+    tree = ast.parse((Path(app.srcdir) / "xorlib" / "__init__.py").read_text())
+    version = next(
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+    )
+    return f"xorlib-{version}-py3-none-any.whl"
 
 
 def build_wheel(app: Sphinx, exception: Exception | None) -> None:

@@ -85,7 +85,7 @@ def grid_command(jobs: int | None = None) -> list[str]:
     return [sys.executable, "-m", "xorlib.experiments", "--full", *([] if jobs is None else ["--jobs", str(jobs)])]
 
 
-_DONE = re.compile(r"^=== (\w+) \(full grid\): (\d+) s")
+_DONE = re.compile(r"^=== (\w+) \(full plan\): (\d+) s")
 _TOTAL = re.compile(r"^all \d+ experiments: (\d+) s wall clock with (\d+) at a time")
 
 
@@ -105,7 +105,7 @@ def grids_benchmark(
         if found := _DONE.match(line):
             seconds = float(found[2])
             rows.append(
-                GridRow(found[1], seconds, seconds / GRIDS_BUDGET_S, f"python -m xorlib.experiments.{found[1]} --full")
+                GridRow(found[1], seconds, seconds / GRIDS_BUDGET_S, f"python -m xorlib.experiments {found[1]} --full")
             )
         elif found := _TOTAL.match(line):
             total, used = float(found[1]), int(found[2])

@@ -109,11 +109,32 @@ def _pinned() -> bool:
     return hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) == 1
 
 
+def _seconds(text: str) -> float:
+    """``--limit``: a number of seconds above 0 and at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 3600 seconds, got {text}")
+    return value
+
+
+def _chapter(text: str) -> Path:
+    """A chapter: an existing MyST-Markdown file."""
+    path = Path(text)
+    if path.suffix != ".md" or not path.is_file():
+        raise argparse.ArgumentTypeError(f"must be an existing chapter file (.md), got {text!r}")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("chapters", nargs="*", type=Path, help="chapter files (default: all, in book order)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.chapter_times", description=__doc__.strip().splitlines()[0]
+    )
+    parser.add_argument("chapters", nargs="*", type=_chapter, help="chapter files (default: all, in book order)")
     parser.add_argument("--warm-cache", action="store_true", help="use the normal xorlib disk cache")
-    parser.add_argument("--limit", type=float, default=30.0, help="seconds allowed per chapter (default 30)")
+    parser.add_argument("--limit", type=_seconds, default=30.0, help="seconds allowed per chapter (default 30)")
     parser.add_argument("--execute", type=Path, help=argparse.SUPPRESS)  # the child: run one chapter here
     args = parser.parse_args(argv)
     if args.execute is not None:

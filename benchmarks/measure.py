@@ -114,14 +114,17 @@ def measure_in_subprocess(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--d", type=int, required=True, help="number of positions")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.measure", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--d", type=int, required=True, help="number of positions, 4 to 10^9")
     parser.add_argument("--heads", choices=("tied", "split"), default="split")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true", help="print one machine-readable line")
     args = parser.parse_args(argv)
-    result = measure(args.d, args.heads, seed=args.seed, device=args.device)
+    try:  # xorlib checks every argument before any work: its message is the usage error
+        result = measure(args.d, args.heads, seed=args.seed, device=args.device)
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
     if args.json:
         print(_MARK + json.dumps(dataclasses.asdict(result)), flush=True)
     else:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 import xorlib
-from xorlib.codes import Codes, default_code_dim
+from xorlib.codes import Codes
 
 from .measure import measure_in_subprocess
 from .timing import time_interleaved
@@ -118,7 +118,7 @@ def codes_benchmark(
     """Generating the codes, and one pass of scores, against the floor, at each ``d`` of ``sizes``."""
     rows = []
     for d in sizes:
-        m = default_code_dim(d)
+        m = Codes(d).m
         codes = Codes(d, m, seed=seed)
         query = torch.randn(m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).to(device)
         with _one_thread():
@@ -158,7 +158,7 @@ def codes_benchmark(
 
 def step_benchmark(d: int, *, repeats: int = 5, flag: str = "", seed: int = 0, device: str = "cpu") -> BenchmarkResult:
     """The whole one step of both models against the floor at ``d``."""
-    m = default_code_dim(d)
+    m = Codes(d).m
     query = torch.randn(m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     results = {}
 

@@ -7,19 +7,19 @@ matrix-vector product. :func:`floor` does exactly that, in blocks of
 :data:`ROWS` rows (the codes' own block size, which is also faster than one
 :math:`d \times m` matrix: the block stays in cache), in float64 like the
 package. Our codes must do more (balance every column), and then never unpack:
-:meth:`xorlib.codes.BlockView.scores` reads the scores off look-up tables.
+:meth:`xorlib.codes.Codes.scores` reads the scores off look-up tables.
 """
 
 from __future__ import annotations
 
 import torch
 
-from xorlib.codes import BLOCK, Codes
+from xorlib.codes import Codes
 
 __all__ = ["ROWS", "floor", "generate_codes", "score_pass"]
 
 #: Rows per block of the floor: the codes' block size.
-ROWS = BLOCK
+ROWS = Codes.BLOCK
 _SIGNS = torch.tensor([[-1.0 if (value >> bit) & 1 else 1.0 for bit in range(8)] for value in range(256)])
 
 

@@ -177,7 +177,9 @@ def check_device(name: str, device: object) -> torch.device:
         except RuntimeError as err:
             raise ValueError(f"{name} must name a torch device such as 'cpu' or 'cuda:0', got {device!r}") from err
     if not isinstance(device, torch.device):
-        raise TypeError(f"{name} must be a torch.device or a string such as 'cpu' or 'cuda', got {device!r}")
+        raise TypeError(f"{name} must be a torch.device or a string such as 'cpu' or 'cuda', got {device!r:.80}")
+    if device.type == "meta":
+        raise ValueError(f"{name} is 'meta', a device that holds no data; use 'cpu' or an available 'cuda' device")
     if device.type == "cpu":
         return device
     if device.type == "cuda":
@@ -246,6 +248,9 @@ def check_tensor(
             f"{name} must be a floating tensor (torch.float32 or torch.float64), got {value.dtype}; "
             f"convert it first, e.g. {name.split(' ')[0]}.double()"
         )
+    if value.device.type == "meta" or value.layout != torch.strided:
+        where = "on the meta device (it holds no data)" if value.device.type == "meta" else f"of layout {value.layout}"
+        raise ValueError(f"{name} must be a dense tensor with data, got a tensor {where}")
     allowed = (ndim,) if isinstance(ndim, int) else ndim
     if value.ndim not in allowed:
         raise ValueError(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _random
+from ._random import BYTE_BITS
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class BlockView:
                 continue
             for group in range(groups):
                 hist[head, group] = torch.bincount(index[group], weights=weights[head], minlength=256)
-        bits = _random.BYTE_BITS.to(device=weights.device, dtype=weights.dtype)
+        bits = BYTE_BITS.to(device=weights.device, dtype=weights.dtype)
         set_bits = (hist.view(heads, groups, 256) @ bits).reshape(heads, -1)[:, : self.main]
         main = self.scale * (weights.sum(-1, keepdim=True) - 2 * set_bits)
         return torch.cat([main, weights.new_zeros(heads, self.m - self.main)], dim=1)
@@ -72,7 +72,7 @@ class BlockView:
 PER_COORDINATE_BELOW = 2**14
 
 
-def _pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) -> torch.Tensor:
+def pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) -> torch.Tensor:
     r"""Make every column of a block of packed signs sum to zero by pairing rows with opposite signs.
 
     The pairing is a fixed-point-free involution :math:`k \leftrightarrow (\mu - k) \bmod c` with
@@ -86,19 +86,19 @@ def _pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) ->
     """
     if rows >= PER_COORDINATE_BELOW:
         mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
-        return _pair_columns(_columns(raw), mu).t()
-    bits = _random.BYTE_BITS[raw.long()].reshape(rows, -1)[:, :main].to(torch.uint8)  # (rows, main) of 0/1
+        return _pair_columns(columns(raw), mu).t()
+    bits = BYTE_BITS[raw.long()].reshape(rows, -1)[:, :main].to(torch.uint8)  # (rows, main) of 0/1
     mu = 2 * torch.randint(0, rows // 2, (main,), generator=gen) + 1
     index = torch.arange(rows).unsqueeze(1)
     partner = (mu.unsqueeze(0) - index) % rows  # small blocks: one gather is faster than a loop over coordinates
     paired = torch.gather(bits, 0, torch.minimum(index, partner)) ^ (index > partner).to(torch.uint8)
     padded = torch.zeros(rows, raw.shape[1] * 8, dtype=torch.uint8)
     padded[:, :main] = paired
-    return _columns((padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)).t()
+    return columns((padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)).t()
 
 
 def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
-    r"""Pair the bytes of each row of ``columns`` ``(groups, c)`` in place, by the involution of :func:`_pair_rows`.
+    r"""Pair the bytes of each row of ``columns`` ``(groups, c)`` in place, by the involution of :func:`pair_rows`.
 
     Row :math:`k` becomes its partner's bits, flipped (``^ 255``), when
     :math:`k > (\mu - k) \bmod c`. The involution reverses :math:`[0, \mu]` and
@@ -113,7 +113,7 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     return columns
 
 
-def _columns(matrix: torch.Tensor) -> torch.Tensor:
+def columns(matrix: torch.Tensor) -> torch.Tensor:
     """The transpose of ``matrix`` ``(rows, cols)``, contiguous, copied column by column (faster than strided)."""
     return torch.stack(matrix.unbind(1))
 
@@ -142,6 +142,6 @@ def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, t
     groups = (main + 7) // 8
     padded = queries.new_zeros(heads, groups * 8)
     padded[:, :main] = queries
-    bits = _random.BYTE_BITS.to(device=queries.device, dtype=queries.dtype)  # (256, 8)
+    bits = BYTE_BITS.to(device=queries.device, dtype=queries.dtype)  # (256, 8)
     tables = torch.einsum("vb,hjb->hjv", bits, padded.view(heads, groups, 8))
     return tables * scale, queries.sum(-1) * scale

@@ -17,8 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from . import _random
-from .attention import _scores_vjp, _weights
+from ._random import bytes_to_signs, generator, random_bytes
 
 
 def chunk_rows(d: int) -> int:
@@ -34,17 +33,17 @@ def _chunks(
     u, v = pair
     for chunk, start in enumerate(range(0, total, rows)):
         count = min(rows, total - start)
-        gen = _random.generator(seed, "data-stream", d, chunk)
-        packed = _random.random_bytes(gen, rows * per_row).view(rows, per_row)[:count]
-        x = _random.bytes_to_signs(packed.to(device), d, dtype)
+        gen = generator(seed, "data-stream", d, chunk)
+        packed = random_bytes(gen, rows * per_row).view(rows, per_row)[:count]
+        x = bytes_to_signs(packed.to(device), d, dtype)
         yield x, -x[:, u] * x[:, v]
 
 
 def score_gradients(
     scores: torch.Tensor,
     pair: tuple[int, int],
-    heads_readout: tuple[float, float],
-    attention: str,
+    readout: tuple[float, float],
+    normaliser,
     sample_sizes: Sequence[int],
     seed: int,
 ) -> list[torch.Tensor]:
@@ -52,9 +51,9 @@ def score_gradients(
 
     One pass over the first ``max(sample_sizes)`` samples of the stream of ``seed``.
     """
-    c0, c1 = heads_readout
+    c0, c1 = readout
     d = scores.shape[-1]
-    weights = _weights(scores, attention)
+    weights = normaliser.weights(scores)
     running = torch.zeros_like(scores)
     seen, out = 0, []
     targets = list(sample_sizes)
@@ -70,5 +69,5 @@ def score_gradients(
             start = stop
             while len(out) < len(targets) and seen == targets[len(out)]:
                 grad_weights = (-c1 / seen) * running
-                out.append(_scores_vjp(scores, weights, grad_weights, attention))
+                out.append(normaliser.pullback(scores, weights, grad_weights))
     return out

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .codes import BlockView, Codes
-from .population import Moments, _loss, _mean_weight_gradient, _pair_terms, _weight_gradient_dense
+from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms, weight_gradient_dense
+from ._packed import BlockView
+from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
 #: Codes whose blocks take at most this many bytes are generated once per step and kept for all its passes.
@@ -135,16 +136,16 @@ def population_gradient(
     u, v = pair
     mom = stats.moments
     per_head = (mom, mom.swapped())
-    centring = torch.stack([_mean_weight_gradient(m, c0, c1) for m in per_head])  # <a, dL/da> per head
-    label_terms = [_pair_terms(m, c1) for m in per_head]
+    centring = torch.stack([mean_weight_gradient(m, c0, c1) for m in per_head])  # <a, dL/da> per head
+    label_terms = [pair_terms(m, c1) for m in per_head]
     grad = torch.zeros_like(queries)
     for view in views():
         s = view.scores(queries)
         w = torch.exp(s - stats.lse.unsqueeze(1))  # (2, rows): a and b on this block
         g = torch.stack(
             [
-                _weight_gradient_dense(w[0], w[1], per_head[0], c0, c1),
-                _weight_gradient_dense(w[1], w[0], per_head[1], c0, c1),
+                weight_gradient_dense(w[0], w[1], per_head[0], c0, c1),
+                weight_gradient_dense(w[1], w[0], per_head[1], c0, c1),
             ]
         )
         for head, (at_u, at_v) in enumerate(label_terms):
@@ -158,7 +159,7 @@ def population_gradient(
 
 def population_loss(stats: HeadStats, c0: float, c1: float) -> torch.Tensor:
     """The population loss from the moments (no pass)."""
-    return _loss(stats.moments, c0, c1)
+    return loss(stats.moments, c0, c1)
 
 
 def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,7 +187,7 @@ class AfterStep:
     log_error: torch.Tensor  # bound on the absolute rounding error of each log-weight
     top_values: torch.Tensor  # (..., 2, 2) the two largest scores of each head
     top_index: torch.Tensor
-    off_pair: dict[str, torch.Tensor] | None = None  # with off_pair=True: see after_step
+    off_pair: OffPair | None = None  # with off_pair=True: see after_step
     scores: torch.Tensor | None = None  # with keep_scores=True: the scores (2, d) after the first step size
 
 
@@ -212,8 +213,8 @@ def after_step(
     :math:`(u, v)`. Work and memory per block are :math:`O(K\cdot\text{rows})`.
     Options: ``top``, the two largest scores of each head (else ``top_values``
     and ``top_index`` are empty); ``off_pair``, also :math:`\sum_{k\notin\{u,v\}}` of
-    :math:`a_k^2, b_k^2, a_kb_k, a_k^2b_k^2` after each step (keys ``XX, YY, XY, XXYY``,
-    each ``(K,)``), in the log domain; ``keep_scores``, the whole scores after the
+    :math:`a_k^2, b_k^2, a_kb_k, a_k^2b_k^2` after each step (an :class:`OffPair` of ``(K,)`` tensors), in
+    the log domain; ``keep_scores``, the whole scores after the
     first step size. Equal heads (the tied model) are computed once.
     """
     u, v = pair
@@ -264,7 +265,7 @@ def after_step(
             [running[1, :, 0] - 2 * l1, running[1, :, H - 1] - 2 * l2, running[0, :, H] - l1 - l2,
              running[1, :, H] - 2 * (l1 + l2)]
         )  # fmt: skip
-        sums = dict(zip(("XX", "YY", "XY", "XXYY"), torch.exp(logs), strict=True))
+        sums = OffPair(*torch.exp(logs))
     return AfterStep(
         lse=lse, log_weight_u=at_pair[..., 0] - lse, log_weight_v=at_pair[..., 1] - lse, log_rest=rest - lse,
         log_error=log_error, top_values=top_values.index_select(1, heads), top_index=top_index.index_select(1, heads),
@@ -272,9 +273,7 @@ def after_step(
     )  # fmt: skip
 
 
-def pair_deviations(
-    log_u: torch.Tensor, log_v: torch.Tensor, log_rest: torch.Tensor, heads: str
-) -> dict[str, torch.Tensor]:
+def pair_deviations(log_u: torch.Tensor, log_v: torch.Tensor, log_rest: torch.Tensor, tied: bool) -> Deviations:
     r"""The exact configuration nearest the heads and the deviations from it at :math:`(u, v)`, from log-weights ``(2,)``.
 
     Split: head 1 on whichever of :math:`u, v` the assignment favours, head 2 on
@@ -284,11 +283,11 @@ def pair_deviations(
     (or its mirror image), whose exponent is never positive: exact even when one weight underflows to 0.
     """
     a_u, a_v, rest = log_u.exp(), log_v.exp(), log_rest.exp()
-    if heads == "tied":
+    if tied:
         diff = torch.where(log_u >= log_v, -a_u * torch.expm1(log_v - log_u), a_v * torch.expm1(log_u - log_v))
         alpha = torch.stack([0.5 * diff - 0.5 * rest, -0.5 * diff - 0.5 * rest], dim=-1)  # (2 heads, 2 positions)
         half = torch.full_like(alpha[0], 0.5)
-        return {"A": half, "B": half, "X": alpha[0], "Y": alpha[1]}
+        return Deviations(a_star=half, b_star=half, alpha=alpha[0], beta=alpha[1])
     head1_on_u = bool(a_u[0] + a_v[1] >= a_v[0] + a_u[1])
     one = torch.ones_like(a_u[0])
     zero = torch.zeros_like(a_u[0])
@@ -297,4 +296,4 @@ def pair_deviations(
         own = -(a_v[head] + rest[head]) if on_u else -(a_u[head] + rest[head])
         deviations.append(torch.stack([own, a_v[head]]) if on_u else torch.stack([a_u[head], own]))
     a_star = torch.stack([one, zero]) if head1_on_u else torch.stack([zero, one])
-    return {"A": a_star, "B": 1 - a_star, "X": deviations[0], "Y": deviations[1]}
+    return Deviations(a_star=a_star, b_star=1 - a_star, alpha=deviations[0], beta=deviations[1])

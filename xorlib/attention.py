@@ -2,7 +2,7 @@ r"""Attention normalisers: how a head turns its scores :math:`s \in \mathbb{R}^d
 
 A head scores position :math:`k` by :math:`s_k = \langle q, p_k\rangle` and uses
 the weights :math:`\alpha = \mathrm{norm}(s)`. The standard forms of the
-literature:
+literature (``ModelConfig(attention=...)``):
 
 * ``"softmax"``: :math:`\alpha_k = e^{s_k}/\sum_l e^{s_l}`, exact softmax attention;
 * ``"linear"``: :math:`\alpha_k = s_k / d`, linear (unnormalised bilinear) attention;
@@ -19,63 +19,31 @@ ReLU attention give every position weight zero.
 
 from __future__ import annotations
 
-import math
+from typing import Annotated
 
 import torch
 
-from ._checks import check_choice, check_tensor
+from ._checks import check_tensor
+from ._contract import Array, public
+from .model import ModelConfig
 
-__all__ = ["ATTENTION_KINDS", "attention_weights"]
-
-ATTENTION_KINDS = ("softmax", "linear", "relu", "sigmoid", "componentwise")
+__all__ = ["attention_weights"]
 
 
-def attention_weights(scores: torch.Tensor, kind: str = "softmax") -> torch.Tensor:
-    r"""Weights :math:`\alpha = \mathrm{norm}(s)` along the last axis of ``scores`` (shape ``(..., d)``).
+@public
+def attention_weights(model: ModelConfig, scores: Annotated[torch.Tensor, Array(ndim=(1, 2, 3))]) -> torch.Tensor:
+    r"""The weights :math:`\alpha = \mathrm{norm}(s)` of the model's normaliser along the last axis of ``scores`` ``(..., d)``.
 
     Raises
     ------
     ValueError
         For componentwise attention, if :math:`e^{s}` overflows the dtype,
         instead of returning infinite weights.
+
+    Examples
+    --------
+    >>> attention_weights(ModelConfig(4, attention="relu"), torch.tensor([2.0, -1.0, 0.0, 4.0]))
+    tensor([0.5000, 0.0000, 0.0000, 1.0000])
     """
-    kind = check_choice("kind", kind, ATTENTION_KINDS)
-    scores = check_tensor("scores", scores, ndim=(1, 2, 3))
-    return _weights(scores, kind)
-
-
-def _weights(scores: torch.Tensor, kind: str) -> torch.Tensor:
-    d = scores.shape[-1]
-    if kind == "softmax":
-        return torch.softmax(scores, dim=-1)
-    if kind == "linear":
-        return scores / d
-    if kind == "relu":
-        return torch.relu(scores) / d
-    if kind == "sigmoid":
-        return torch.sigmoid(scores - math.log(d))
-    limit = math.log(torch.finfo(scores.dtype).max / d)
-    if scores.numel() and float(scores.detach().max()) > limit:
-        raise ValueError(
-            f"scores must stay below {limit:.1f} for componentwise attention in {scores.dtype} "
-            f"(e^s overflows), got a maximum score of {float(scores.max()):.4g}"
-        )
-    return torch.exp(scores) / d
-
-
-def _scores_vjp(scores: torch.Tensor, weights: torch.Tensor, grad: torch.Tensor, kind: str) -> torch.Tensor:
-    r"""Pull a gradient back from the weights to the scores, :math:`(\partial\alpha/\partial s)^\top g`, in :math:`O(d)`.
-
-    softmax :math:`\alpha\odot(g - \langle\alpha, g\rangle)`; linear :math:`g/d`;
-    ReLU :math:`\mathbb 1[s > 0]\, g/d`; sigmoid :math:`\alpha(1-\alpha)\, g`;
-    componentwise :math:`\alpha\odot g`.
-    """
-    if kind == "softmax":
-        return weights * (grad - (weights * grad).sum(-1, keepdim=True))
-    if kind == "linear":
-        return grad / scores.shape[-1]
-    if kind == "relu":
-        return (scores > 0).to(grad.dtype) * grad / scores.shape[-1]
-    if kind == "sigmoid":
-        return weights * (1.0 - weights) * grad
-    return weights * grad
+    scores = check_tensor("scores", scores, ndim=(1, 2, 3), shape={-1: model.d})
+    return model.normaliser.weights(scores)

@@ -38,37 +38,30 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import torch
 
-from . import _random
-from ._checks import check_choice, check_device, check_dtype, check_int, check_seed, check_size, check_tensor
-from ._packed import BlockView, _columns, _pair_rows
+from ._checks import check_int, check_size, check_tensor
+from ._contract import MAX_D, MAX_M, Array, Between, CodeKind, Device, Items, Seed, config, public
+from ._packed import BlockView, columns, pair_rows
+from ._random import bytes_to_signs, generator, random_bytes
 
-__all__ = ["Codes", "default_code_dim"]
+__all__ = ["Codes"]
 
-CODE_KINDS = ("balanced", "iid", "gaussian", "onehot")
 #: Rows per generated block: the codes never depend on how a caller iterates over them.
 BLOCK = 2**16
 
 
-def default_code_dim(d: int) -> int:
-    r"""The default code dimension: :math:`m = \max(8, \lceil 4\log_2 d\rceil)`, made odd (and at most ``d``) for odd ``d``.
-
-    :math:`2m` trainable parameters, polylogarithmic in :math:`d`. For a given
-    pair, balanced sign codes of this size separate the pair from every other
-    position with probability at least :math:`1 - (d-2)(3/4)^m \approx 1 - d^{-0.66}`
-    (:func:`xorlib.theory.tie_probability_bound`).
-    """
-    d = check_int("d", d, minimum=4)
+def _default_code_dim(d: int) -> int:
+    r"""The default code dimension: :math:`m = \max(8, \lceil 4\log_2 d\rceil)`, made odd (and at most ``d``) for odd ``d``."""
     m = max(8, math.ceil(4 * math.log2(d)))
     if d % 2:
         m = min(m + (m % 2 == 0), d)
     return m
 
 
-@dataclass(frozen=True)
+@config
 class Codes:
     r"""The code matrix :math:`P \in \mathbb{R}^{d \times m}` (row :math:`k` is :math:`p_k`), defined by its seed.
 
@@ -80,28 +73,41 @@ class Codes:
     Parameters
     ----------
     d
-        Number of positions, ``d >= 4``.
+        Number of positions, ``4 <= d <= 10^9``.
     m
-        Code dimension (:func:`default_code_dim` if ``None``). Balanced codes
-        with odd ``d`` need an odd ``m`` with ``3 <= m <= d``; one-hot codes
-        need ``m == d``.
+        Code dimension, at most 4096; ``None``: the default
+        :math:`m = \max(8, \lceil 4\log_2 d\rceil)`, made odd (and at most ``d``) for odd
+        ``d``, so :math:`2m` trainable parameters, polylogarithmic in :math:`d`. For a given
+        pair, balanced sign codes of this size separate the pair from every other position
+        with probability at least :math:`1 - (d-2)(3/4)^m \approx 1 - d^{-0.66}`
+        (:func:`xorlib.theory.tie_probability_bound`). Balanced codes with odd ``d``
+        need an odd ``m`` with ``3 <= m <= d``; one-hot codes need ``m == d``.
     seed
         Seed of the draw: the same seed gives the same codes on every device.
     kind
-        One of :data:`CODE_KINDS`.
+        ``"balanced"``, ``"iid"``, ``"gaussian"`` or ``"onehot"``.
+
+    Examples
+    --------
+    >>> codes = Codes(1000, seed=0)
+    >>> codes.m, codes.margin_step
+    (40, 0.1)
+    >>> codes.dense().shape
+    torch.Size([1000, 40])
     """
 
-    d: int
-    m: int | None = None
-    seed: int = 0
-    kind: str = "balanced"
+    d: Annotated[int, Between(4, MAX_D)]
+    m: Annotated[int | None, Between(1, MAX_M)] = None
+    seed: Seed = 0
+    kind: CodeKind = "balanced"
+
+    #: Rows per generated block: the codes never depend on how a caller iterates over them.
+    BLOCK: ClassVar[int] = BLOCK
 
     def __post_init__(self) -> None:
-        d = check_int("d", self.d, minimum=4)
-        kind = check_choice("kind", self.kind, CODE_KINDS)
-        seed = check_seed("seed", self.seed)
+        d, kind = self.d, self.kind
         if self.m is None:
-            m = d if kind == "onehot" else default_code_dim(d)
+            m = d if kind == "onehot" else _default_code_dim(d)
         elif kind == "onehot":
             m = check_int("m", self.m, minimum=d, maximum=d)
         elif kind == "balanced" and d % 2:
@@ -109,9 +115,8 @@ class Codes:
             if m % 2 == 0:
                 raise ValueError(f"m must be odd for balanced codes with odd d = {d}, got {m}")
         else:
-            m = check_int("m", self.m, minimum=1, maximum=4096)
+            m = self.m
         object.__setattr__(self, "m", m)
-        object.__setattr__(self, "seed", seed)
 
     # ----------------------------------------------------------------- layout
     @property
@@ -186,12 +191,12 @@ class Codes:
         """
         start, stop = self._block_range(block)
         rows, groups = stop - start, (self.main + 7) // 8
-        gen = _random.generator(self.seed, "codes", self.kind, self.d, self.m, block)
-        raw = _random.random_bytes(gen, rows * groups).view(rows, groups)
+        gen = generator(self.seed, "codes", self.kind, self.d, self.m, block)
+        raw = random_bytes(gen, rows * groups).view(rows, groups)
         if self.kind == "balanced":
-            raw = _pair_rows(raw, rows, self.main, gen)
+            raw = pair_rows(raw, rows, self.main, gen)
         else:
-            raw = _columns(raw).t()
+            raw = columns(raw).t()
         if self.main % 8:
             raw[:, -1] &= (1 << (self.main % 8)) - 1  # unused bits contribute nothing to the products
         return raw
@@ -199,7 +204,7 @@ class Codes:
     def _tail_signs(self) -> torch.Tensor:
         """The ``m`` tail rows of the odd-``d`` layout as signs in {-1, 0, +1}, ``(m, m)`` float64."""
         m, main = self.m, self.main
-        gen = _random.generator(self.seed, "codes-tail", self.d, self.m)
+        gen = generator(self.seed, "codes-tail", self.d, self.m)
         half = torch.cat([torch.ones(main // 2), -torch.ones(main // 2)]).double()
         tail = torch.zeros(m, m, dtype=torch.float64)
         others = torch.arange(m)
@@ -211,7 +216,7 @@ class Codes:
 
     def _gaussian_block(self, block: int, dtype: torch.dtype) -> torch.Tensor:
         start, stop = self._block_range(block)
-        gen = _random.generator(self.seed, "codes", self.kind, self.d, self.m, block)
+        gen = generator(self.seed, "codes", self.kind, self.d, self.m, block)
         rows = torch.randn(stop - start, self.m, generator=gen, dtype=torch.float64)
         return (rows / rows.norm(dim=1, keepdim=True)).to(dtype)
 
@@ -224,37 +229,56 @@ class Codes:
             eye = torch.zeros(stop - start, self.m, dtype=dtype, device=device)
             eye[torch.arange(stop - start), torch.arange(start, stop)] = 1.0
             return eye
-        signs = _random.bytes_to_signs(self._packed_block(block).contiguous().to(device), self.main, dtype)
+        signs = bytes_to_signs(self._packed_block(block).contiguous().to(device), self.main, dtype)
         if self.odd_balanced:
             signs = torch.cat([signs, signs.new_zeros(signs.shape[0], 1)], dim=1)
         return signs.mul_(1.0 / math.sqrt(self.nonzeros))
 
+    @public
     def blocks(
-        self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"
+        self, *, dtype: torch.dtype = torch.float64, device: Device = "cpu"
     ) -> Iterator[tuple[int, torch.Tensor]]:
-        """Yield ``(start, rows)``: consecutive row blocks of :math:`P`, each ``(rows, m)``, memory O(BLOCK m)."""
-        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
+        """Yield ``(start, rows)``: consecutive row blocks of :math:`P`, each ``(rows, m)``, memory O(BLOCK m).
+
+        Examples
+        --------
+        >>> [(start, rows.shape) for start, rows in Codes(9, 5).blocks()]
+        [(0, torch.Size([4, 5])), (4, torch.Size([5, 5]))]
+        """
         for block in range(self.num_blocks):
             yield self._block_range(block)[0], self._dense_block(block, dtype, device)
         if self.odd_balanced:
             yield self.bulk, (self._tail_signs() / math.sqrt(self.nonzeros)).to(device=device, dtype=dtype)
 
-    def dense(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> torch.Tensor:
+    @public
+    def dense(self, *, dtype: torch.dtype = torch.float64, device: Device = "cpu") -> torch.Tensor:
         """The whole matrix :math:`P`, shape ``(d, m)`` (refused above the allocation limit).
 
-        Small matrices (at most :data:`DENSE_MEMO_ENTRIES` entries) are built once per
-        process and copied on each call, so a caller may modify its copy.
+        Small matrices (at most 2**19 entries) are built once per process and copied on
+        each call, so a caller may modify its copy.
+
+        Examples
+        --------
+        >>> Codes(8, 4).dense().sum(0)  # balanced: every column sums to zero
+        tensor([0., 0., 0., 0.], dtype=torch.float64)
         """
-        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
         check_size(f"the dense codes (d={self.d}, m={self.m})", self.d * self.m, dtype.itemsize)
-        if self.d * self.m <= DENSE_MEMO_ENTRIES:
+        if self.d * self.m <= _DENSE_MEMO_ENTRIES:
             return _dense_memo(self, dtype).to(device=device, copy=True)
         return torch.cat([rows for _, rows in self.blocks(dtype=dtype, device=device)])
 
-    def rows(self, index: list[int] | tuple[int, ...], *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """The rows ``P[index]``, shape ``(len(index), m)``, built from their blocks only."""
-        dtype = check_dtype("dtype", dtype)
-        index = [check_int("index", k, minimum=0, maximum=self.d - 1) for k in index]
+    @public
+    def rows(
+        self, index: Annotated[tuple[int, ...], Items(1, 2**16)], *, dtype: torch.dtype = torch.float64
+    ) -> torch.Tensor:
+        """The rows ``P[index]``, shape ``(len(index), m)``, built from their blocks only.
+
+        Examples
+        --------
+        >>> bool((Codes(100).rows([3, 7]) == Codes(100).dense()[[3, 7]]).all())
+        True
+        """
+        index = [check_int(f"index[{slot}]", k, minimum=0, maximum=self.d - 1) for slot, k in enumerate(index)]
         out = torch.empty(len(index), self.m, dtype=dtype)
         tail = self._tail_signs() / math.sqrt(self.nonzeros) if self.odd_balanced else None
         for slot, k in enumerate(index):
@@ -269,15 +293,23 @@ class Codes:
         """Row ``row`` of a block, as in :meth:`_dense_block`, unpacking only that row of a packed block."""
         if not self.packed:
             return self._dense_block(block, dtype, torch.device("cpu"))[row]
-        signs = _random.bytes_to_signs(self._packed_block(block)[row], self.main, dtype)
+        signs = bytes_to_signs(self._packed_block(block)[row], self.main, dtype)
         if self.odd_balanced:
             signs = torch.cat([signs, signs.new_zeros(1)])
         return signs.mul_(1.0 / math.sqrt(self.nonzeros))
 
     # ---------------------------------------------------------------- products
-    def views(self, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> Iterator[BlockView]:
-        """Yield one :class:`BlockView` per block of rows (the bulk blocks, then the odd-``d`` tail)."""
-        dtype, device = check_dtype("dtype", dtype), check_device("device", device)
+    @public
+    def views(self, *, dtype: torch.dtype = torch.float64, device: Device = "cpu") -> Iterator[BlockView]:
+        """Yield one view per block of rows (the bulk blocks, then the odd-``d`` tail): packed bits or dense rows.
+
+        A view has ``start``, ``stop``, ``scores(queries)`` and ``pull(weights)`` for its rows.
+
+        Examples
+        --------
+        >>> [(view.start, view.stop) for view in Codes(9, 5).views()]
+        [(0, 4), (4, 9)]
+        """
         scale = 1.0 / math.sqrt(self.nonzeros) if self.kind in ("balanced", "iid") else 1.0
         for block in range(self.num_blocks):
             start, stop = self._block_range(block)
@@ -289,10 +321,18 @@ class Codes:
             tail = (self._tail_signs() * scale).to(device=device, dtype=dtype)
             yield BlockView(self.bulk, self.d, self.m, self.main, scale, rows=tail)
 
-    def scores(self, queries: torch.Tensor) -> torch.Tensor:
+    @public
+    def scores(self, queries: Annotated[torch.Tensor, Array(ndim=(1, 2, 3))]) -> torch.Tensor:
         r"""The scores :math:`s_{h,k} = \langle q_h, p_k\rangle` for queries ``(..., m)``: shape ``(..., d)``.
 
-        Sign codes are never unpacked to floats (see :meth:`BlockView.scores`).
+        Sign codes are never unpacked to floats: a score is :math:`m/8` look-ups of partial sums.
+
+        Examples
+        --------
+        >>> codes = Codes(100)
+        >>> q = torch.ones(codes.m, dtype=torch.float64)
+        >>> bool(torch.allclose(codes.scores(q), codes.dense() @ q))
+        True
         """
         queries = check_tensor("queries", queries, ndim=(1, 2, 3), shape={-1: self.m})
         check_size(f"the scores (d={self.d})", queries[..., 0].numel() * self.d, queries.dtype.itemsize)
@@ -300,8 +340,17 @@ class Codes:
         parts = [view.scores(flat) for view in self.views(dtype=queries.dtype, device=queries.device)]
         return torch.cat(parts, dim=-1).reshape(*queries.shape[:-1], self.d)
 
-    def pull(self, weights: torch.Tensor) -> torch.Tensor:
-        r"""The pull-back :math:`P^\top w = \sum_k w_k p_k` for ``weights`` of shape ``(..., d)``: shape ``(..., m)``."""
+    @public
+    def pull(self, weights: Annotated[torch.Tensor, Array(ndim=(1, 2, 3))]) -> torch.Tensor:
+        r"""The pull-back :math:`P^\top w = \sum_k w_k p_k` for ``weights`` of shape ``(..., d)``: shape ``(..., m)``.
+
+        Examples
+        --------
+        >>> codes = Codes(100)
+        >>> w = torch.full((100,), 0.01, dtype=torch.float64)
+        >>> bool(torch.allclose(codes.pull(w), w @ codes.dense()))
+        True
+        """
         weights = check_tensor("weights", weights, ndim=(1, 2, 3), shape={-1: self.d})
         flat = weights.reshape(-1, self.d)
         total = flat.new_zeros(flat.shape[0], self.m)
@@ -311,7 +360,7 @@ class Codes:
 
 
 #: Dense code matrices up to this many entries (4 MB in float64) are remembered by :meth:`Codes.dense`.
-DENSE_MEMO_ENTRIES = 2**19
+_DENSE_MEMO_ENTRIES = 2**19
 
 
 @functools.lru_cache(maxsize=16)

@@ -13,83 +13,50 @@ per-sample gradients is never formed.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 
-from ._checks import check_choice, check_signs, check_tensor
-from .attention import ATTENTION_KINDS, _scores_vjp, _weights
-from .model import HEADS, readout_constants
+from ._checks import check_tensor
+from ._contract import Array, public
+from ._moments import Objective, dense_codes, empirical_objective
+from .model import ModelConfig
 
-__all__ = ["empirical_gradient", "empirical_loss", "empirical_score_gradient"]
-
-
-def _check(queries, codes, x, y, heads, attention):
-    queries = check_tensor("queries", queries, ndim=2, shape={0: 2})
-    codes = check_tensor(
-        "codes", codes, ndim=2, shape={1: queries.shape[1]}, dtype=queries.dtype, device=queries.device
-    )
-    x = check_signs(
-        "x", check_tensor("x", x, ndim=2, shape={1: codes.shape[0]}, dtype=codes.dtype, device=codes.device)
-    )
-    y = check_signs("y", check_tensor("y", y, ndim=1, shape={0: x.shape[0]}, dtype=codes.dtype, device=codes.device))
-    return (
-        queries,
-        codes,
-        x,
-        y,
-        check_choice("heads", heads, HEADS),
-        check_choice("attention", attention, ATTENTION_KINDS),
-    )
+__all__ = ["empirical"]
 
 
-def _score_gradient(scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heads: str, attention: str) -> torch.Tensor:
-    """``d(mean loss)/ds``, shape ``(2, d)``, for validated scores ``(2, d)`` and samples."""
-    c0, c1 = readout_constants(heads)
-    weights = _weights(scores, attention)
-    z = weights @ x.T  # (2, n): the forward pass
-    residual = c0 - c1 * z[0] * z[1] - y
-    pull = (-c1 / x.shape[0]) * residual * z.flip(0)  # head 1 is pulled by z_2, head 2 by z_1
-    return _scores_vjp(scores, weights, pull @ x, attention)  # the backward pass
-
-
-def empirical_loss(
-    queries: torch.Tensor,
-    codes: torch.Tensor,
-    x: torch.Tensor,
-    y: torch.Tensor,
+@public
+def empirical(
+    model: ModelConfig,
+    queries: Annotated[torch.Tensor, Array(ndim=(2,))],
+    x: Annotated[torch.Tensor, Array(ndim=(2,), signs=True)],
+    y: Annotated[torch.Tensor, Array(ndim=(1,), signs=True)],
     *,
-    heads: str = "split",
-    attention: str = "softmax",
-) -> torch.Tensor:
-    r"""The mean loss :math:`\frac1n\sum_s \tfrac12 (f(x_s) - y_s)^2` at queries ``(2, m)`` on samples ``x`` ``(n, d)``, ``y`` ``(n,)``."""
-    queries, codes, x, y, heads, attention = _check(queries, codes, x, y, heads, attention)
-    c0, c1 = readout_constants(heads)
-    z = _weights(queries @ codes.T, attention) @ x.T
-    return 0.5 * ((c0 - c1 * z[0] * z[1] - y) ** 2).mean()
+    codes: Annotated[torch.Tensor, Array(ndim=(2,))] | None = None,
+) -> Objective:
+    r"""The mean loss :math:`\frac1n\sum_s \tfrac12 (f(x_s) - y_s)^2` on samples ``x`` ``(n, d)``, ``y`` ``(n,)`` and its gradients.
 
+    Queries ``(2, m)``; ``codes`` as in :func:`xorlib.population.population`. Cost :math:`O(nd + dm)`.
 
-def empirical_score_gradient(
-    queries: torch.Tensor,
-    codes: torch.Tensor,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    heads: str = "split",
-    attention: str = "softmax",
-) -> torch.Tensor:
-    r"""The gradient of the mean loss in the scores, :math:`\partial \hat L/\partial s_{h,k}`, shape ``(2, d)``."""
-    queries, codes, x, y, heads, attention = _check(queries, codes, x, y, heads, attention)
-    return _score_gradient(queries @ codes.T, x, y, heads, attention)
+    Returns
+    -------
+    Objective
+        ``loss`` (a 0-d tensor), ``score_gradient`` :math:`\partial \hat L/\partial s_{h,k}` ``(2, d)`` and
+        ``gradient`` :math:`P^\top\,\partial\hat L/\partial s` ``(2, m)``.
 
-
-def empirical_gradient(
-    queries: torch.Tensor,
-    codes: torch.Tensor,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    heads: str = "split",
-    attention: str = "softmax",
-) -> torch.Tensor:
-    r"""The gradient of the mean loss in the queries, :math:`P^\top\,\partial\hat L/\partial s`, shape ``(2, m)``, cost :math:`O(nd + dm)`."""
-    queries, codes, x, y, heads, attention = _check(queries, codes, x, y, heads, attention)
-    return _score_gradient(queries @ codes.T, x, y, heads, attention) @ codes
+    Examples
+    --------
+    >>> from xorlib.task import sample_xor
+    >>> model = ModelConfig(40, "tied")
+    >>> x, y = sample_xor(2000, 40, (4, 9), seed=1)
+    >>> step = empirical(model, torch.zeros(2, model.m, dtype=torch.float64), x, y)
+    >>> round(float(step.loss), 6), step.score_gradient.shape
+    (0.912286, torch.Size([2, 40]))
+    """
+    queries = check_tensor("queries", queries, ndim=2, shape={0: 2, 1: model.m})
+    dense = dense_codes(model, codes, queries)
+    kw = {"dtype": queries.dtype, "device": queries.device}
+    x = check_tensor("x", x, ndim=2, shape={1: model.d}, **kw)
+    y = check_tensor("y", y, ndim=1, shape={0: x.shape[0]}, **kw)
+    loss, score_gradient = empirical_objective(queries @ dense.T, x, y, model.readout, model.normaliser)
+    return Objective(loss=loss, score_gradient=score_gradient, gradient=score_gradient @ dense)

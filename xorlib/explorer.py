@@ -1,10 +1,9 @@
 r"""The interactive explorer: one gradient step for any setting of its controls, and the widgets that set them.
 
-*What this is:* a pure function, :func:`explorer_state`, from the controls' values to an :class:`ExplorerState`
-(the step and every number its figure, :func:`xorlib.plots.explorer.plot_explorer`, shows), and a small
-:class:`Explorer` that wires ipywidgets controls to it. *What it is not:* new mathematics. A softmax step is
-:func:`xorlib.one_step` with a fixed sharpness; a step of another normaliser is
-:func:`xorlib.experiments.attention_variants.variant_step` (population gradient only).
+*What this is:* a pure function, :func:`explorer_state`, from the controls' values to a state (the step and
+every number its figure, :func:`plot_explorer`, shows), and a small :class:`Explorer` that wires ipywidgets
+controls to it. *What it is not:* new mathematics. A softmax step is :func:`xorlib.one_step` with a fixed
+sharpness; a step of another normaliser is the attention-variants experiment's one step (population gradient only).
 
 Each setting takes **one gradient step** of sharpness :math:`\kappa` (learning rate :math:`\eta = \kappa d^2/c_1`)
 from the model's start, on the population gradient (``n = 0``) or on ``n`` samples, and certifies the loss over all
@@ -14,11 +13,11 @@ the tests, which try the controls at their extremes, cover every setting a reade
 =============  ==========================================================================================
 ``d``          4 to 4096 (the control: powers of two from 8)
 ``heads``      ``"split"`` or ``"tied"`` (:class:`xorlib.model.ModelConfig`)
-``attention``  one of :data:`xorlib.attention.ATTENTION_KINDS`
-``kappa``      :data:`KAPPA_RANGE`, wide because the unnormalised forms need far larger steps than softmax
-``n``          0 (population) or a sample count up to :data:`N_CHOICES`' largest, softmax only, with
-               :math:`n d \le` :data:`MAX_SAMPLE_ENTRIES` (about a second of computing)
-``sigma``      :data:`SIGMA_RANGE`: the scale of the split model's random start (the tied model starts at 0)
+``attention``  one of ``softmax``, ``linear``, ``relu``, ``sigmoid`` or ``componentwise``
+``kappa``      ``Explorer.KAPPA_RANGE``, wide because the unnormalised forms need far larger steps than softmax
+``n``          0 (population) or a sample count up to the largest of ``Explorer.N_CHOICES``, softmax only,
+               with :math:`n d \le` ``Explorer.MAX_SAMPLE_ENTRIES`` (about a second of computing)
+``sigma``      ``Explorer.SIGMA_RANGE``: the scale of the split model's random start (the tied model starts at 0)
 ``seed``       the codes, the pair, the start and the samples, as in :func:`xorlib.one_step`
 =============  ==========================================================================================
 """
@@ -27,20 +26,23 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
-import torch
-
-from ._checks import check_choice, check_float, check_int, check_seed
-from .attention import ATTENTION_KINDS
-from .certify import worst_case_loss
-from .experiments.attention_variants import VariantStep, variant_step
-from .model import HEADS, ModelConfig
-from .one_step import OneStepResult, one_step
-from .population import loss_of_weights
+from ._certificate import of_weights
+from ._checks import check_choice, check_float, check_int
+from ._contract import Between, Heads, Seed, public
+from ._moments import loss_of_weights
+from ._normalisers import NORMALISERS, AttentionKind
+from .experiments._attention_variants import variant_step
+from .learners._one_step import one_step
+from .model import ModelConfig
+from .plots._explorer import LOSS_RANGE, ExplorerState, plot_explorer, readable
 from .task import random_pair
 
-__all__ = ["Explorer", "explorer_state"]
+__all__ = ["Explorer", "explorer_state", "plot_explorer"]
+
+HEADS = ("tied", "split")
+ATTENTION_KINDS = tuple(NORMALISERS)
 
 #: Values of ``d`` offered by the control (:func:`explorer_state` takes any ``d`` from 4 to the largest).
 D_CHOICES = tuple(2**k for k in range(3, 13))
@@ -53,98 +55,18 @@ SIGMA_RANGE = (0.0, 4.0)
 #: Largest :math:`n d` of one empirical step: about a second of computing on one core.
 MAX_SAMPLE_ENTRIES = 2**26
 
-_D_RANGE = (4, D_CHOICES[-1])
 _KAPPA_SLACK = 1e-9  # a log slider's value may round just past its ends
 
 
-@dataclass(frozen=True)
-class ExplorerState:
-    r"""One setting of the explorer, the step it takes, and the numbers its figure shows.
-
-    Attributes
-    ----------
-    d, heads, attention, kappa, n, sigma, seed
-        The setting, as validated by :func:`explorer_state`.
-    m
-        The code dimension (:func:`xorlib.codes.default_code_dim`).
-    pair
-        The hidden pair :math:`(u, v)`.
-    lr
-        The learning rate :math:`\eta = \kappa d^2 / c_1`.
-    weights_before, weights_after
-        Both heads' attention, shape ``(2, d)``, at the start and after the step. The unnormalised forms can give
-        weights far outside :math:`[0, 1]` (component-wise attention caps its scores at 700 so that :math:`e^s`
-        stays finite).
-    mean_loss_before, mean_loss_after
-        The population loss :math:`\mathbb E_x[\ell]` (``inf`` where float64 overflows).
-    worst_before, worst_after
-        The certified worst case over all :math:`2^d` inputs (an upper bound; ``inf`` where it overflows).
-    worst_after_lower
-        The loss of an input that is attained after the step: the worst case lies in ``[lower, worst_after]``.
-    worst_after_exact
-        Whether the bracket is closed (``worst_after`` is the worst case itself).
-    signs_correct
-        Certified: after the step, the sign of the prediction is the label on every input.
-    result
-        The step itself: a :class:`xorlib.one_step.OneStepResult` (softmax) or a
-        :class:`xorlib.experiments.attention_variants.VariantStep`.
-    """
-
-    d: int
-    heads: str
-    attention: str
-    kappa: float
-    n: int
-    sigma: float
-    seed: int
-    m: int
-    pair: tuple[int, int]
-    lr: float
-    weights_before: torch.Tensor
-    weights_after: torch.Tensor
-    mean_loss_before: float
-    mean_loss_after: float
-    worst_before: float
-    worst_after: float
-    worst_after_lower: float
-    worst_after_exact: bool
-    signs_correct: bool
-    result: OneStepResult | VariantStep
-
-    @property
-    def found(self) -> tuple[int, int]:
-        """The position each head attends to most after the step."""
-        return tuple(int(k) for k in self.weights_after.argmax(-1))  # type: ignore[return-value]
-
-    @property
-    def split(self) -> bool:
-        """Whether the two heads attend most to the two different hidden bits."""
-        return tuple(sorted(self.found)) == self.pair
-
-    @property
-    def pair_mass(self) -> tuple[float, float]:
-        r"""Per head, the weight on the hidden pair after the step, :math:`\alpha_{h,u} + \alpha_{h,v}`."""
-        return tuple(float(w) for w in self.weights_after[:, list(self.pair)].sum(-1))  # type: ignore[return-value]
-
-    @property
-    def weight_range(self) -> tuple[float, float]:
-        """The smallest and the largest weight after the step, over both heads."""
-        return float(self.weights_after.min()), float(self.weights_after.max())
-
-    @property
-    def gradient(self) -> str:
-        """``"population gradient"`` or ``"n samples"``, for summaries."""
-        return "population gradient" if self.n == 0 else f"{self.n:,} samples"
-
-
+@public
 def explorer_state(
-    d: int = 64,
-    heads: str = "split",
-    attention: str = "softmax",
-    kappa: float = 100.0,
-    n: int = 0,
-    sigma: float = 1.0,
-    seed: int = 0,
+    d: Annotated[int, Between(4, D_CHOICES[-1])] = 64,
+    heads: Heads = "split",
+    attention: AttentionKind = "softmax",
+    kappa: Annotated[float, Between(0.0, None, open_low=True)] = 100.0,
+    n: Annotated[int, Between(0, N_CHOICES[-1])] = 0,
+    sigma: Annotated[float, Between(*SIGMA_RANGE)] = 1.0,
+    seed: Seed = 0,
 ) -> ExplorerState:
     r"""One gradient step of sharpness :math:`\kappa` for one setting of the explorer's controls.
 
@@ -155,23 +77,25 @@ def explorer_state(
     heads
         ``"split"`` or ``"tied"``.
     attention
-        One of :data:`xorlib.attention.ATTENTION_KINDS`.
+        One of ``softmax``, ``linear``, ``relu``, ``sigmoid`` or ``componentwise``.
     kappa
-        Sharpness of the step, in :data:`KAPPA_RANGE`; the learning rate is :math:`\eta = \kappa d^2/c_1`.
+        Sharpness of the step, from :math:`10^{-2}` to :math:`10^8`; the learning rate is :math:`\eta = \kappa d^2/c_1`.
     n
-        Samples of the empirical gradient, 0 to the largest of :data:`N_CHOICES`, with
-        :math:`n d \le` :data:`MAX_SAMPLE_ENTRIES`; 0 for the population gradient. Only softmax attention has an
-        empirical step here: for the other normalisers ``n`` must be 0.
+        Samples of the empirical gradient, 0 to :math:`4^{10}`, with :math:`n d \le 2^{26}`; 0 for the population
+        gradient. Only softmax attention has an empirical step here: for the other normalisers ``n`` must be 0.
     sigma
-        Scale of the split model's random start :math:`q_1 = -q_2 \sim \mathcal N(0, \sigma^2 I/m)`, in
-        :data:`SIGMA_RANGE`; the tied model starts at :math:`q = 0` whatever ``sigma``.
+        Scale of the split model's random start :math:`q_1 = -q_2 \sim \mathcal N(0, \sigma^2 I/m)`, from 0 to 4;
+        the tied model starts at :math:`q = 0` whatever ``sigma``.
     seed
         Seeds the codes, the pair, the start and the samples (as :func:`xorlib.one_step` does).
 
     Returns
     -------
     ExplorerState
-        The step, the weights before and after it, and the mean and certified worst-case losses.
+        The setting, the step (``result``), both heads' weights before and after it (``weights_before``,
+        ``weights_after``, shape ``(2, d)``), the mean losses and the certified worst case before and after
+        (``worst_after`` is an upper bound; ``worst_after_lower`` is attained; ``inf`` where float64
+        overflows), ``signs_correct``, and ``found``, ``split``, ``pair_mass``, ``weight_range``.
 
     Raises
     ------
@@ -184,13 +108,7 @@ def explorer_state(
     >>> state.split, state.worst_after < 1e-6
     (True, True)
     """
-    d = check_int("d", d, minimum=_D_RANGE[0], maximum=_D_RANGE[1])
-    heads = check_choice("heads", heads, HEADS)
-    attention = check_choice("attention", attention, ATTENTION_KINDS)
     kappa = _check_kappa(kappa)
-    n = check_int("n", n, minimum=0, maximum=N_CHOICES[-1])
-    sigma = check_float("sigma", sigma, minimum=SIGMA_RANGE[0], maximum=SIGMA_RANGE[1])
-    seed = check_seed("seed", seed)
     if n and attention != "softmax":
         raise ValueError(
             f"n must be 0 (the population gradient) for attention={attention!r}: "
@@ -221,26 +139,28 @@ def _finite_or_inf(value: float) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-def _softmax_state(d: int, heads: str, kappa: float, n: int, sigma: float, seed: int) -> ExplorerState:
+def _softmax_state(d: int, heads: Heads, kappa: float, n: int, sigma: float, seed: int) -> ExplorerState:
     result = one_step(d, heads, seed=seed, n=n or None, sigma=sigma, step=kappa)
     before, after = result.weights_before, result.weights_after
     worst = result.worst_case
     mean_after = result.mean_loss_after  # the log-domain form: precise far below the rounding error of 1
     if not math.isfinite(mean_after):  # it gives NaN when a weight underflows to 0 (e.g. tied, d = 8, kappa = 1e8)
-        mean_after = float(loss_of_weights(after, result.pair, heads=heads))
+        mean_after = float(loss_of_weights(after, result.pair, result.config.model.readout))
     return ExplorerState(
         d=d, heads=heads, attention="softmax", kappa=kappa, n=n, sigma=sigma, seed=seed,
         m=result.config.model.m, pair=result.pair, lr=result.lr, weights_before=before, weights_after=after,
         mean_loss_before=_finite_or_inf(result.mean_loss_before),
         mean_loss_after=_finite_or_inf(mean_after),
-        worst_before=_finite_or_inf(worst_case_loss(before, result.pair, heads=heads).upper),
+        worst_before=_finite_or_inf(of_weights(before, result.pair, result.config.model).upper),
         worst_after=_finite_or_inf(worst.upper), worst_after_lower=_finite_or_inf(worst.lower),
         worst_after_exact=bool(worst.exact) and math.isfinite(float(worst.upper)),
         signs_correct=bool(worst.margin > 0), result=result,
     )  # fmt: skip
 
 
-def _variant_state(d: int, heads: str, attention: str, kappa: float, sigma: float, seed: int) -> ExplorerState:
+def _variant_state(
+    d: int, heads: Heads, attention: AttentionKind, kappa: float, sigma: float, seed: int
+) -> ExplorerState:
     config = ModelConfig(d, heads, attention=attention, code_seed=seed, sigma=sigma, init_seed=seed)
     pair = random_pair(d, seed=seed)
     step = variant_step(config, pair, kappa)
@@ -249,9 +169,9 @@ def _variant_state(d: int, heads: str, attention: str, kappa: float, sigma: floa
     return ExplorerState(
         d=d, heads=heads, attention=attention, kappa=kappa, n=0, sigma=sigma, seed=seed, m=config.m, pair=pair,
         lr=kappa * d**2 / c1, weights_before=step.weights_before, weights_after=step.weights_after,
-        mean_loss_before=_finite_or_inf(loss_of_weights(step.weights_before, pair, heads=heads)),
+        mean_loss_before=_finite_or_inf(loss_of_weights(step.weights_before, pair, config.readout)),
         mean_loss_after=_finite_or_inf(step.mean_loss_after),
-        worst_before=_finite_or_inf(worst_case_loss(step.weights_before, pair, heads=heads).upper),
+        worst_before=_finite_or_inf(of_weights(step.weights_before, pair, config).upper),
         worst_after=_finite_or_inf(worst.upper), worst_after_lower=_finite_or_inf(worst.lower),
         worst_after_exact=bool(worst.exact) and math.isfinite(float(worst.upper)),
         signs_correct=bool(worst.margin > 0), result=step,
@@ -266,18 +186,33 @@ def _choice(name: str, value: object, choices: tuple[int, ...]) -> int:
     return value
 
 
+def _control_values(values: dict[str, object]) -> dict[str, object]:
+    """``values`` (a subset of the controls) checked against what the controls can show: no widget clamps or rounds."""
+    checks = {
+        "d": lambda v: _choice("d", v, D_CHOICES),
+        "n": lambda v: _choice("n", v, N_CHOICES),
+        "heads": lambda v: check_choice("heads", v, HEADS),
+        "attention": lambda v: check_choice("attention", v, ATTENTION_KINDS),
+        "kappa": _check_kappa,
+        "sigma": lambda v: check_float("sigma", v, minimum=SIGMA_RANGE[0], maximum=SIGMA_RANGE[1]),
+        "seed": lambda v: check_int("seed", v, minimum=0, maximum=10**6),
+    }
+    return {name: checks[name](value) for name, value in values.items()}
+
+
 class Explorer:
     r"""The explorer's controls, its output area, and the latest :class:`ExplorerState`.
 
     Each change of a control recomputes :func:`explorer_state` and redraws
-    :func:`xorlib.plots.explorer.plot_explorer` (sliders recompute on release). A rejected setting shows its message
+    :func:`xorlib.explorer.plot_explorer` (sliders recompute on release). A rejected setting shows its message
     instead of a figure. For a normaliser other than softmax the samples control is set to 0 and disabled (its
     label says why); for the tied model, which starts at :math:`q = 0`, the :math:`\sigma` control is disabled.
 
     Parameters
     ----------
     d, heads, attention, kappa, n, sigma, seed
-        Initial values (``d`` one of :data:`D_CHOICES`, ``n`` one of :data:`N_CHOICES`); see :func:`explorer_state`.
+        Initial values (``d`` one of :attr:`D_CHOICES`, ``n`` one of :attr:`N_CHOICES`); see :func:`explorer_state`.
+        A value the controls cannot show is refused with a ``ValueError`` naming it, never clamped.
 
     Attributes
     ----------
@@ -293,13 +228,37 @@ class Explorer:
         The state of the current setting, or ``None`` if it was rejected.
     error
         The message of the rejected setting (``""`` if none).
+
+    Examples
+    --------
+    >>> explorer = Explorer(d=64, heads="split", kappa=100.0)  # doctest: +SKIP
+    >>> explorer.state.split, explorer.error  # doctest: +SKIP
+    (True, '')
     """
 
+    #: The values of ``d`` the control offers (:func:`explorer_state` takes any ``d`` from 4 to the largest).
+    D_CHOICES: ClassVar[tuple[int, ...]] = D_CHOICES
+    #: The smallest and largest sharpness :math:`\kappa`.
+    KAPPA_RANGE: ClassVar[tuple[float, float]] = KAPPA_RANGE
+    #: The sample counts the control offers; 0 is the population gradient.
+    N_CHOICES: ClassVar[tuple[int, ...]] = N_CHOICES
+    #: The smallest and largest scale :math:`\sigma` of the split model's start.
+    SIGMA_RANGE: ClassVar[tuple[float, float]] = SIGMA_RANGE
+    #: The largest :math:`n d` of one empirical step: about a second of computing on one core.
+    MAX_SAMPLE_ENTRIES: ClassVar[int] = MAX_SAMPLE_ENTRIES
+    #: The largest seed the seed control takes.
+    MAX_SEED: ClassVar[int] = 10**6
+    #: The figure's loss axis: losses below are drawn at the left edge, above at the right edge, both labelled.
+    LOSS_RANGE: ClassVar[tuple[float, float]] = LOSS_RANGE
+    #: How the explorer writes a number (``0.72``, ``1,234``, ``2.4 × 10⁻⁷``, ``10⁸``, ``overflow``).
+    readable = staticmethod(readable)
+
+    @public
     def __init__(
         self,
         d: int = 64,
-        heads: str = "split",
-        attention: str = "softmax",
+        heads: Heads = "split",
+        attention: AttentionKind = "softmax",
         kappa: float = 100.0,
         n: int = 0,
         sigma: float = 1.0,
@@ -307,11 +266,8 @@ class Explorer:
     ) -> None:
         import ipywidgets as w
 
-        d, n = _choice("d", d, D_CHOICES), _choice("n", n, N_CHOICES)
-        heads, attention = check_choice("heads", heads, HEADS), check_choice("attention", attention, ATTENTION_KINDS)
-        kappa = _check_kappa(kappa)
-        sigma = check_float("sigma", sigma, minimum=SIGMA_RANGE[0], maximum=SIGMA_RANGE[1])
-        seed = check_int("seed", seed, minimum=0, maximum=10**6)
+        values = _control_values({"d": d, "n": n, "kappa": kappa, "sigma": sigma, "seed": seed})
+        d, n, kappa, sigma, seed = (values[name] for name in ("d", "n", "kappa", "sigma", "seed"))
         common = {"continuous_update": False, "style": {"description_width": "initial"}}
         self.controls = {
             "d": w.SelectionSlider(options=D_CHOICES, value=d, description="positions d", **common),
@@ -344,15 +300,28 @@ class Explorer:
         return {name: control.value for name, control in self.controls.items()}
 
     def set(self, **values: object) -> ExplorerState | None:
-        """Set several controls at once (names as in :meth:`values`) and recompute once."""
+        """Set several controls at once (names as in :meth:`values`) and recompute once.
+
+        Every value is checked first, against what its control can show: a value out of range or of the wrong
+        kind raises a ``ValueError`` or ``TypeError`` naming it, and then no control changes, so the controls and
+        the figure stay in step. (A setting the controls can show but :func:`explorer_state` rejects, such as
+        samples with another normaliser, is shown as its message instead of a figure.)
+        """
         unknown = sorted(set(values) - set(self.controls))
         if unknown:
             raise TypeError(f"unknown control(s) {unknown}; the controls are {list(self.controls)}")
+        checked = _control_values(values)
+        before = self.values()
         self._syncing = True
         try:
-            for name, value in values.items():
+            for name, value in checked.items():
                 self.controls[name].value = value
             self._sync_controls()
+        except Exception:  # a widget refused after all: put every control back as it was
+            for name, value in before.items():
+                self.controls[name].value = value
+            self._sync_controls()
+            raise
         finally:
             self._syncing = False
         return self.update()
@@ -383,8 +352,6 @@ class Explorer:
         """Recompute from the current values and redraw; a rejected setting shows its message instead."""
         import matplotlib.pyplot as plt
         from IPython.display import clear_output, display
-
-        from .plots.explorer import plot_explorer
 
         try:
             self.state, self.error = explorer_state(**self.values()), ""  # type: ignore[arg-type]

@@ -26,112 +26,121 @@ queries, :math:`2m` numbers. The two models differ in readout and start:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from typing import Annotated
 
 import torch
 from torch import nn
 
-from . import _random
-from ._checks import check_choice, check_dtype, check_float, check_seed, check_tensor
-from .attention import ATTENTION_KINDS, _weights
-from .codes import CODE_KINDS, Codes
+from ._checks import check_instance, check_tensor
+from ._contract import MAX_D, MAX_M, Array, Between, CodeKind, Heads, Seed, Start, config, public
+from ._normalisers import NORMALISERS, AttentionKind
+from ._random import generator
+from .codes import Codes
 
-__all__ = ["ModelConfig", "TwoHeadModel", "readout_constants"]
-
-HEADS = ("tied", "split")
-STARTS = ("zero", "antisymmetric", "independent")
+__all__ = ["ModelConfig", "TwoHeadModel"]
 
 
-def readout_constants(heads: str) -> tuple[float, float]:
-    r"""The constants :math:`(c_0, c_1)` of the readout :math:`f = c_0 - c_1 z_1 z_2`: ``(1, 2)`` tied, ``(0, 1)`` split."""
-    heads = check_choice("heads", heads, HEADS)
-    return (1.0, 2.0) if heads == "tied" else (0.0, 1.0)
-
-
-@dataclass(frozen=True)
+@config
 class ModelConfig:
-    r"""Everything that defines one two-head model before training.
+    r"""Everything that defines one two-head model before training: the one object the core takes.
+
+    The strings are read here, once: :attr:`readout`, :attr:`tied`, :attr:`normaliser`
+    and :attr:`codes` are what the formulas use.
 
     Parameters
     ----------
     d
-        Number of positions, ``d >= 4``.
+        Number of positions, ``4 <= d <= 10^9``.
     heads
         ``"split"`` (product readout, antisymmetric start) or ``"tied"`` (xor readout, zero start).
     m
-        Code dimension (``None``: :func:`xorlib.codes.default_code_dim`).
+        Code dimension (``None``: the default of :class:`xorlib.codes.Codes`).
     attention
-        One of :data:`xorlib.attention.ATTENTION_KINDS`.
+        ``"softmax"``, ``"linear"``, ``"relu"``, ``"sigmoid"`` or ``"componentwise"`` (:mod:`xorlib.attention`).
     code_kind, code_seed
         The codes (:class:`xorlib.codes.Codes`).
     start
         ``"zero"``, ``"antisymmetric"`` (:math:`q_2 = -q_1`) or ``"independent"``;
         ``None`` picks the model's own (zero for tied, antisymmetric for split).
     sigma
-        Scale of a random start: :math:`q_h \sim \mathcal N(0, \sigma^2 I/m)`, so
-        every score has standard deviation :math:`\sigma/\sqrt m` for unit codes.
+        Scale of a random start, from 0 to :math:`10^6`: :math:`q_h \sim \mathcal N(0, \sigma^2 I/m)`,
+        so every score has standard deviation :math:`\sigma/\sqrt m` for unit codes.
         The default 1 is the usual variance-:math:`1/\text{fan-in}` initialisation, not tuned.
     init_seed
         Seed of a random start.
+
+    Examples
+    --------
+    >>> model = ModelConfig(64, "tied")
+    >>> model.m, model.readout, model.tied, model.start, model.parameters
+    (24, (1.0, 2.0), True, 'zero', 48)
     """
 
-    d: int
-    heads: str = "split"
-    m: int | None = None
-    attention: str = "softmax"
-    code_kind: str = "balanced"
-    code_seed: int = 0
-    start: str | None = None
-    sigma: float = 1.0
-    init_seed: int = 0
+    d: Annotated[int, Between(4, MAX_D)]
+    heads: Heads = "split"
+    m: Annotated[int | None, Between(1, MAX_M)] = None
+    attention: AttentionKind = "softmax"
+    code_kind: CodeKind = "balanced"
+    code_seed: Seed = 0
+    start: Start | None = None
+    sigma: Annotated[float, Between(0.0, 1e6)] = 1.0
+    init_seed: Seed = 0
 
     def __post_init__(self) -> None:
-        check_choice("heads", self.heads, HEADS)
-        check_choice("attention", self.attention, ATTENTION_KINDS)
-        check_choice("code_kind", self.code_kind, CODE_KINDS)
-        check_seed("code_seed", self.code_seed)
         codes = Codes(self.d, self.m, seed=self.code_seed, kind=self.code_kind)
         object.__setattr__(self, "m", codes.m)
-        start = self.start if self.start is not None else ("zero" if self.heads == "tied" else "antisymmetric")
-        object.__setattr__(self, "start", check_choice("start", start, STARTS))
-        object.__setattr__(self, "sigma", check_float("sigma", self.sigma, minimum=0.0, maximum=1e6))
-        check_seed("init_seed", self.init_seed)
+        if self.start is None:
+            object.__setattr__(self, "start", "zero" if self.heads == "tied" else "antisymmetric")
+        self.__dict__["codes"] = codes  # the cached property below, made once
 
-    @property
+    @functools.cached_property
     def codes(self) -> Codes:
         """The model's positional codes."""
         return Codes(self.d, self.m, seed=self.code_seed, kind=self.code_kind)
 
-    @property
+    @functools.cached_property
+    def tied(self) -> bool:
+        """Whether the heads are tied (the xor readout :math:`1 - 2z_1z_2`) rather than split (:math:`-z_1z_2`)."""
+        return self.heads == "tied"
+
+    @functools.cached_property
     def readout(self) -> tuple[float, float]:
-        r"""The readout constants :math:`(c_0, c_1)`."""
-        return readout_constants(self.heads)
+        r"""The constants :math:`(c_0, c_1)` of the readout :math:`f = c_0 - c_1 z_1 z_2`: ``(1, 2)`` tied, ``(0, 1)`` split."""
+        return (1.0, 2.0) if self.tied else (0.0, 1.0)
+
+    @functools.cached_property
+    def normaliser(self):  # one of the classes of xorlib._normalisers
+        """The attention normaliser: ``weights(scores)`` and ``pullback(scores, weights, grad)``."""
+        return NORMALISERS[self.attention]
 
     @property
     def parameters(self) -> int:
         """Trainable parameters: the two queries, ``2m``."""
         return 2 * self.m
 
+    @public
     def initial_queries(self, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """The queries at the start, shape ``(2, m)`` (drawn on the CPU: the same on every device)."""
-        dtype = check_dtype("dtype", dtype)
+        """The queries at the start, shape ``(2, m)`` (drawn on the CPU: the same on every device).
+
+        Examples
+        --------
+        >>> q = ModelConfig(64, "split", init_seed=3).initial_queries()
+        >>> q.shape, bool((q[1] == -q[0]).all())
+        (torch.Size([2, 24]), True)
+        """
         if self.start == "zero" or self.sigma == 0.0:
             return torch.zeros(2, self.m, dtype=dtype)
-        gen = _random.generator(self.init_seed, "init", self.m)
+        gen = generator(self.init_seed, "init", self.m)
         q = torch.randn(2, self.m, generator=gen, dtype=torch.float64) * (self.sigma / self.m**0.5)
         if self.start == "antisymmetric":
             q[1] = -q[0]
         return q.to(dtype)
 
 
-def _head_outputs(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def head_outputs(weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``z = x @ weights.T``: head outputs ``(n, 2)`` from weights ``(2, d)`` and inputs ``(n, d)``."""
     return x @ weights.T
-
-
-def _predict(z: torch.Tensor, heads: str) -> torch.Tensor:
-    c0, c1 = readout_constants(heads)
-    return c0 - c1 * z[..., 0] * z[..., 1]
 
 
 class TwoHeadModel(nn.Module):
@@ -139,22 +148,35 @@ class TwoHeadModel(nn.Module):
 
     The codes are a buffer (dense, so meant for moderate ``d``); the queries,
     shape ``(2, m)``, are the only parameters.
+
+    Examples
+    --------
+    >>> module = TwoHeadModel(ModelConfig(8, "tied"))
+    >>> module(torch.ones(3, 8, dtype=torch.float64))
+    tensor([-1., -1., -1.], dtype=torch.float64, grad_fn=<RsubBackward1>)
     """
 
+    @public
     def __init__(self, config: ModelConfig, *, dtype: torch.dtype = torch.float64) -> None:
         super().__init__()
-        if not isinstance(config, ModelConfig):
-            raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-        self.config = config
-        dtype = check_dtype("dtype", dtype)
+        self.config = check_instance("config", config, ModelConfig, "a ModelConfig")
         self.register_buffer("codes", config.codes.dense(dtype=dtype))
         self.queries = nn.Parameter(config.initial_queries(dtype=dtype))
 
     def weights(self) -> torch.Tensor:
         """Attention weights of both heads, shape ``(2, d)``."""
-        return _weights(self.queries @ self.codes.T, self.config.attention)
+        return self.config.normaliser.weights(self.queries @ self.codes.T)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Predictions :math:`f(x)` for inputs ``x`` of shape ``(n, d)``."""
+    @public
+    def forward(self, x: Annotated[torch.Tensor, Array(ndim=(2,))]) -> torch.Tensor:
+        """Predictions :math:`f(x) = c_0 - c_1 z_1 z_2` for inputs ``x`` of shape ``(n, d)``.
+
+        Examples
+        --------
+        >>> TwoHeadModel(ModelConfig(8, "tied")).forward(torch.ones(3, 8, dtype=torch.float64)).shape
+        torch.Size([3])
+        """
         x = check_tensor("x", x, ndim=2, shape={1: self.config.d}, dtype=self.codes.dtype)
-        return _predict(_head_outputs(self.weights(), x), self.config.heads)
+        c0, c1 = self.config.readout
+        z = head_outputs(self.weights(), x)
+        return c0 - c1 * z[..., 0] * z[..., 1]

@@ -12,82 +12,99 @@ basis :math:`\chi_S(x) = \prod_{i \in S} x_i` it is :math:`-\chi_{\{i^*, j^*\}}`
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 
-from . import _random
-from ._checks import (
-    check_device,
-    check_dtype,
-    check_int,
-    check_pair,
-    check_seed,
-    check_signs,
-    check_size,
-    check_tensor,
-)
+from ._checks import check_pair, check_size
+from ._contract import MAX_D, MAX_ENUMERATION_D, MAX_SAMPLE_ENTRIES, Array, Between, Device, Pair, Seed, public
+from ._random import bytes_to_signs, generator, random_bytes
 
 __all__ = ["all_inputs", "random_pair", "sample_xor", "xor_labels"]
 
-#: Largest ``d`` for which :func:`all_inputs` enumerates the ``2**d`` inputs (4 million rows).
-MAX_ENUMERATION_D = 22
 
+@public
+def random_pair(d: Annotated[int, Between(2, MAX_D)], *, seed: Seed = 0) -> tuple[int, int]:
+    """The hidden pair ``(i, j)``, ``i < j``, uniform among the :math:`\\binom d2` pairs (``2 <= d <= 10^9``).
 
-def random_pair(d: int, *, seed: int = 0) -> tuple[int, int]:
-    """The hidden pair ``(i, j)``, ``i < j``, uniform among the :math:`\\binom d2` pairs (``d >= 2``)."""
-    d = check_int("d", d, minimum=2)
-    seed = check_seed("seed", seed)
-    gen = _random.generator(seed, "pair", d)
+    Examples
+    --------
+    >>> random_pair(8, seed=3)
+    (1, 4)
+    """
+    gen = generator(seed, "pair", d)
     i = int(torch.randint(0, d, (1,), generator=gen))
     j = int(torch.randint(0, d - 1, (1,), generator=gen))
     j += j >= i  # uniform over the d - 1 positions other than i
     return (min(i, j), max(i, j))
 
 
-def _sample_signs(n: int, d: int, seed: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """``(n, d)`` uniform signs from the "data" stream of ``seed`` (no checks)."""
+def sample_signs(n: int, d: int, seed: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``(n, d)`` uniform signs from the "data" stream of ``seed`` (the bits of :func:`sample_xor`)."""
     per_row = (d + 7) // 8
-    packed = _random.random_bytes(_random.generator(seed, "data", n, d), n * per_row).view(n, per_row)
-    return _random.bytes_to_signs(packed.to(device), d, dtype)
+    packed = random_bytes(generator(seed, "data", n, d), n * per_row).view(n, per_row)
+    return bytes_to_signs(packed.to(device), d, dtype)
 
 
+@public
 def sample_xor(
-    n: int,
-    d: int,
-    pair: tuple[int, int],
+    n: Annotated[int, Between(1, MAX_SAMPLE_ENTRIES)],
+    d: Annotated[int, Between(2, MAX_D)],
+    pair: Pair,
     *,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
+    seed: Seed = 0,
+    device: Device = "cpu",
     dtype: torch.dtype = torch.float64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw ``n`` labelled samples: inputs ``x`` of shape ``(n, d)`` and labels ``y`` of shape ``(n,)``.
 
     The bits come from the CPU stream of ``seed`` and are then moved to
-    ``device``, so a seed gives the same samples on every device.
+    ``device``, so a seed gives the same samples on every device. At most
+    ``n * d <= 2**32`` entries (and the allocation limit).
+
+    Examples
+    --------
+    >>> x, y = sample_xor(4, 8, (1, 5), seed=0)
+    >>> x.shape, y.shape
+    (torch.Size([4, 8]), torch.Size([4]))
     """
-    n = check_int("n", n, minimum=1)
-    d = check_int("d", d, minimum=2)
     i, j = check_pair("pair", pair, d)
-    seed = check_seed("seed", seed)
-    device, dtype = check_device("device", device), check_dtype("dtype", dtype)
+    if n * d > MAX_SAMPLE_ENTRIES:
+        raise ValueError(f"n * d must be at most {MAX_SAMPLE_ENTRIES:,} entries, got n * d = {n * d:,}")
     check_size(f"sample_xor(n={n}, d={d})", n * d, dtype.itemsize + 1)
-    x = _sample_signs(n, d, seed, device, dtype)
+    x = sample_signs(n, d, seed, device, dtype)
     return x, -x[:, i] * x[:, j]
 
 
-def xor_labels(x: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
-    r"""Labels :math:`y = -x_{i^*} x_{j^*}` for the rows of ``x`` (shape ``(n, d)``, entries :math:`\pm1`)."""
-    x = check_signs("x", check_tensor("x", x, ndim=2))
+@public
+def xor_labels(x: Annotated[torch.Tensor, Array(ndim=(2,), signs=True)], pair: Pair) -> torch.Tensor:
+    r"""Labels :math:`y = -x_{i^*} x_{j^*}` for the rows of ``x`` (shape ``(n, d)``, entries :math:`\pm1`).
+
+    Examples
+    --------
+    >>> xor_labels(all_inputs(3), (0, 2))
+    tensor([-1.,  1., -1.,  1.,  1., -1.,  1., -1.], dtype=torch.float64)
+    """
     i, j = check_pair("pair", pair, x.shape[1])
     return -x[:, i] * x[:, j]
 
 
-def all_inputs(d: int, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64) -> torch.Tensor:
+@public
+def all_inputs(
+    d: Annotated[int, Between(2, MAX_ENUMERATION_D)], *, device: Device = "cpu", dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     r"""All :math:`2^d` points of :math:`\{\pm 1\}^d`, one per row (``2 <= d <= 22``).
 
     Row ``r`` has :math:`x_i = -1` exactly where bit ``i`` of ``r`` is 1.
+
+    Examples
+    --------
+    >>> all_inputs(2)
+    tensor([[ 1.,  1.],
+            [-1.,  1.],
+            [ 1., -1.],
+            [-1., -1.]], dtype=torch.float64)
     """
-    d = check_int("d", d, minimum=2, maximum=MAX_ENUMERATION_D)
-    device, dtype = check_device("device", device), check_dtype("dtype", dtype)
     rows = torch.arange(2**d, device=device).unsqueeze(1)
     bits = (rows >> torch.arange(d, device=device)) & 1
     return (1 - 2 * bits).to(dtype)

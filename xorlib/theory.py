@@ -10,15 +10,18 @@ code dimension :math:`m`, hidden pair :math:`(u, v)`, target worst-case loss
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
 import torch
 
-from ._checks import check_choice, check_float, check_int, check_pair, check_tensor
+from ._certificate import log_weights
+from ._certificate import tied_worst_case as _tied_worst_case
+from ._checks import check_pair, check_tensor
+from ._contract import MAX_FORMULA_D, MAX_M, Array, Between, Pair, public
 
 __all__ = [
+    "REMAINDER_CONSTANT",
     "first_order_split_vector",
-    "information_floor",
-    "lattice_sharpness",
     "rest_mass",
     "rest_mass_bound",
     "split_direction_first_order",
@@ -26,7 +29,6 @@ __all__ = [
     "split_rest_target",
     "split_sample_bound",
     "split_step_from_gaps",
-    "sq_frontier",
     "tie_probability_bound",
     "tied_margin",
     "tied_rest_target",
@@ -39,97 +41,138 @@ __all__ = [
 #: ``||t_h - t_h^lin||_inf <= REMAINDER_CONSTANT * r^2 / d^2`` for ``r = ||s - mean(s)||_inf <= 1/4``.
 REMAINDER_CONSTANT = 100.0
 
+#: Positions: a formula takes any ``d`` from 4 to 10^12 (its float arithmetic is exact to there).
+D = Annotated[int, Between(4, MAX_FORMULA_D)]
+#: A worst-case loss target: every loss of these models is at most 2.
+Epsilon = Annotated[float, Between(0.0, 2.0, open_low=True)]
+#: A tied margin of unit codes: :math:`|\langle p_u - p_k, p_u + p_v\rangle| \le 4`.
+Margin = Annotated[float, Between(-4.0, 4.0)]
+#: A sharpness :math:`\kappa` (scores move by :math:`\kappa t`).
+Sharpness = Annotated[float, Between(0.0, 1e12)]
+Codes2d = Annotated[torch.Tensor, Array(ndim=(2,))]
+
 
 # ----------------------------------------------------------------------------- the tied model
-def tied_worst_case(rest: float, gap: float = 0.0) -> float:
+@public
+def tied_worst_case(rest: Annotated[float, Between(0.0, 0.5)], gap: Annotated[float, Between(0.0, 1.0)] = 0.0) -> float:
     r"""The exact worst-case loss of tied xor heads: :math:`\max\bigl(32E^2(1-E)^2,\ 2(g + E)^4\bigr)`.
 
     Both heads put :math:`\alpha_u + \alpha_v = 1 - E` on the pair, with
     :math:`g = |\alpha_u - \alpha_v|`, and :math:`E \le \tfrac12`. If the hidden bits
     agree (:math:`y = -1`) the other bits can pull :math:`|z|` down to :math:`1 - 2E`;
-    if they differ (:math:`y = 1`) they can push :math:`|z|` up to :math:`g + E`.
+    if they differ (:math:`y = 1`) they can push :math:`|z|` up to :math:`g + E`. The certificate of
+    :mod:`xorlib.certify` uses this same function for tied heads.
+
+    Examples
+    --------
+    >>> tied_worst_case(0.01)
+    0.00313632
     """
-    rest = check_float("rest", rest, minimum=0.0, maximum=0.5)
-    gap = check_float("gap", gap, minimum=0.0, maximum=1.0)
-    return max(32 * rest**2 * (1 - rest) ** 2, 2 * (gap + rest) ** 4)
+    return float(_tied_worst_case(rest, gap))
 
 
-def tied_margin(codes: torch.Tensor, pair: tuple[int, int]) -> float:
-    r"""The tied margin :math:`\gamma = \min_{k\notin\{u,v\}}\langle p_u - p_k, p_u + p_v\rangle` of dense codes ``(d, m)``; 0 for a tie."""
-    codes = check_tensor("codes", codes, ndim=2)
+@public
+def tied_margin(codes: Codes2d, pair: Pair) -> float:
+    r"""The tied margin :math:`\gamma = \min_{k\notin\{u,v\}}\langle p_u - p_k, p_u + p_v\rangle` of dense codes ``(d, m)``; 0 for a tie.
+
+    Examples
+    --------
+    >>> codes = torch.eye(4, dtype=torch.float64)
+    >>> tied_margin(codes, (0, 1))
+    1.0
+    """
     u, v = check_pair("pair", pair, codes.shape[0])
+    if codes.shape[0] < 3:
+        raise ValueError(f"codes must have at least 3 rows (positions), got shape {tuple(codes.shape)}")
     g = codes @ (codes[u] + codes[v])
     others = torch.ones(codes.shape[0], dtype=torch.bool)
     others[[u, v]] = False
     return float(g[u] - g[others].max())
 
 
-def rest_mass(scores: torch.Tensor, pair: tuple[int, int]) -> float:
-    r"""The softmax weight off the pair, :math:`E = e^{\operatorname{lse}(s_{k\notin\{u,v\}}) - \operatorname{lse}(s)}`, for scores ``(d,)`` (log domain: exact below :math:`10^{-300}`)."""
-    scores = check_tensor("scores", scores, ndim=1)
-    u, v = check_pair("pair", pair, scores.shape[0])
-    rest = scores.double().clone()
-    rest[[u, v]] = -torch.inf
-    return float(torch.exp(torch.logsumexp(rest, 0) - torch.logsumexp(scores.double(), 0)))
+@public
+def rest_mass(scores: Annotated[torch.Tensor, Array(ndim=(1,))], pair: Pair) -> float:
+    r"""The softmax weight off the pair, :math:`E = e^{\operatorname{lse}(s_{k\notin\{u,v\}}) - \operatorname{lse}(s)}`, for scores ``(d,)``.
+
+    In the log domain (the certificate's :func:`~xorlib.certify.certify_scores` computes it the same way):
+    exact below :math:`10^{-300}`.
+
+    Examples
+    --------
+    >>> rest_mass(torch.tensor([0.0, 50.0, 50.0, 0.0], dtype=torch.float64), (1, 2))
+    1.9287498479639178e-22
+    """
+    check_pair("pair", pair, scores.shape[0])
+    return float(torch.exp(log_weights(scores, pair)[2]))
 
 
-def rest_mass_bound(d: int, margin: float, kappa: float) -> float:
-    r"""The margin bound on the tied step's rest mass: :math:`E(\kappa) \le \min\bigl(1, \tfrac{d-2}2e^{-\kappa\gamma}\bigr)`."""
-    d = check_int("d", d, minimum=4)
-    margin = check_float("margin", margin)
-    kappa = check_float("kappa", kappa, minimum=0.0)
+@public
+def rest_mass_bound(d: D, margin: Margin, kappa: Sharpness) -> float:
+    r"""The margin bound on the tied step's rest mass: :math:`E(\kappa) \le \min\bigl(1, \tfrac{d-2}2e^{-\kappa\gamma}\bigr)`.
+
+    Examples
+    --------
+    >>> rest_mass_bound(1000, 0.1, 200.0) < 1e-5
+    True
+    """
     exponent = math.log((d - 2) / 2) - kappa * margin
     return 1.0 if exponent >= 0 else math.exp(exponent)
 
 
-def typical_rest_mass(d: int, m: int, kappa: float, rho: float = 0.0) -> float:
+@public
+def typical_rest_mass(
+    d: D, m: Annotated[int, Between(1, MAX_M)], kappa: Sharpness, rho: Annotated[float, Between(-1.0, 1.0)] = 0.0
+) -> float:
     r"""**Heuristic** typical rest mass of the tied step: :math:`R/(R + 2e^{\kappa(1+\rho)})` with :math:`R = (d-2)e^{\kappa^2/m}`.
 
     Treats each score :math:`g_k` as :math:`\mathcal N(0, 2/m)` and the sum over positions
     by its mean: a law of large numbers, valid while :math:`\kappa \lesssim \sqrt{m\ln d}`.
+
+    Examples
+    --------
+    >>> round(typical_rest_mass(1000, 40, 0.0), 3)
+    0.998
     """
-    d = check_int("d", d, minimum=4)
-    m = check_int("m", m, minimum=1)
-    kappa = check_float("kappa", kappa, minimum=0.0)
-    rho = check_float("rho", rho, minimum=-1.0, maximum=1.0)
     log_ratio = math.log((d - 2) / 2) + kappa**2 / m - kappa * (1 + rho)
     return 1 / (1 + math.exp(-log_ratio)) if log_ratio > -700 else math.exp(log_ratio)
 
 
-def tied_rest_target(epsilon: float) -> float:
+@public
+def tied_rest_target(epsilon: Epsilon) -> float:
     r"""The largest balanced rest mass with worst case :math:`\le\varepsilon`: :math:`E_\varepsilon = \tfrac12(1 - \sqrt{1-\sqrt{\varepsilon/2}})`.
 
     Inverts :math:`32E^2(1-E)^2 = \varepsilon`; :math:`E_\varepsilon \approx \sqrt{\varepsilon/32}`.
+
+    Examples
+    --------
+    >>> tied_rest_target(1e-6)
+    0.00017680795635006556
     """
-    epsilon = check_float("epsilon", epsilon, minimum=0.0, maximum=2.0, strict_minimum=True)
     root = math.sqrt(epsilon / 2)
     return 0.5 * root / (1 + math.sqrt(1 - root))  # = (1 - sqrt(1 - root)) / 2, without cancellation
 
 
-def tied_sharpness(d: int, margin: float, epsilon: float) -> float:
+@public
+def tied_sharpness(d: D, margin: Annotated[float, Between(1e-12, 4.0)], epsilon: Epsilon) -> float:
     r"""The sharpness that certifies worst case :math:`\le\varepsilon` for a margin :math:`\gamma > 0`: :math:`\kappa_\varepsilon = \gamma^{-1}\ln\frac{d-2}{2E_\varepsilon}`.
 
     From the margin bound :math:`E(\kappa) \le \tfrac{d-2}{2}e^{-\kappa\gamma}` of the
-    balanced tied step. The step size is :math:`\eta = \kappa d^2/2`.
+    balanced tied step. The step size is :math:`\eta = \kappa d^2/2`. At the codes'
+    lattice step (:attr:`xorlib.codes.Codes.margin_step`, :math:`4/m` for even :math:`d`) it is
+    chosen **without the pair**: for sign codes every positive margin is at least the
+    lattice step, so this one sharpness certifies every draw whose margin is positive
+    (the *lattice rule*).
+
+    Examples
+    --------
+    >>> round(tied_sharpness(16, 4 / 16, 1e-6))  # the lattice rule at d = 16, m = 16
+    42
     """
-    d = check_int("d", d, minimum=4)
-    margin = check_float("margin", margin, minimum=0.0, strict_minimum=True)
     return max(0.0, math.log((d - 2) / (2 * tied_rest_target(epsilon)))) / margin
 
 
-def lattice_sharpness(d: int, margin_step: float, epsilon: float) -> float:
-    r"""A sharpness chosen **without the pair**: :func:`tied_sharpness` at the codes' lattice step.
-
-    For sign codes every positive margin is at least the lattice step
-    (:attr:`xorlib.codes.Codes.margin_step`, :math:`4/m` for even :math:`d`), so this one
-    sharpness certifies every draw whose margin is positive.
-    """
-    d = check_int("d", d, minimum=4)
-    margin_step = check_float("margin_step", margin_step, minimum=0.0, strict_minimum=True)
-    return tied_sharpness(d, margin_step, epsilon)
-
-
-def tie_probability_bound(d: int, m: int) -> float:
+@public
+def tie_probability_bound(d: D, m: Annotated[int, Between(1, MAX_M)]) -> float:
     r"""An upper bound on the probability that balanced sign codes leave the pair unseparated (margin 0).
 
     Position :math:`k` ties with the pair iff :math:`p_k` agrees with :math:`p_u` or
@@ -138,27 +181,41 @@ def tie_probability_bound(d: int, m: int) -> float:
     :math:`\tfrac34 - \tfrac1{4(c-1)}` averaged over the random pairing of a block of
     :math:`c` rows), so a union bound over the :math:`d - 2` positions gives
     :math:`(d-2)(3/4)^m`; with :math:`m = 4\log_2 d` that is about :math:`d^{-0.66}`.
+
+    Examples
+    --------
+    >>> round(tie_probability_bound(256, 32), 4)
+    0.0255
     """
-    d = check_int("d", d, minimum=4)
-    m = check_int("m", m, minimum=1)
     return min(1.0, (d - 2) * 0.75**m)
 
 
 # ----------------------------------------------------------------------------- the split model
-def split_rest_target(epsilon: float) -> float:
+@public
+def split_rest_target(epsilon: Epsilon) -> float:
     r"""The rest mass per head that certifies worst case :math:`\le\varepsilon` for split heads.
 
     A head on its bit with rest mass :math:`E_h` has :math:`z_h = x_{\tau_h} + \delta_h`,
     :math:`|\delta_h| \le 2E_h`, so every input has loss at most
     :math:`2(E_1 + E_2 + 2E_1E_2)^2`; with :math:`E_1 = E_2 = E` this is
     :math:`\le\varepsilon` iff :math:`E \le \tfrac12(\sqrt{1 + 2\sqrt{\varepsilon/2}} - 1) \approx \sqrt{\varepsilon/8}`.
+
+    Examples
+    --------
+    >>> split_rest_target(1e-6)
+    0.0003534284789035737
     """
-    epsilon = check_float("epsilon", epsilon, minimum=0.0, strict_minimum=True)
     root = math.sqrt(epsilon / 2)
     return root / (1 + math.sqrt(1 + 2 * root))  # = (sqrt(1 + 2 root) - 1) / 2, without cancellation
 
 
-def split_step_from_gaps(d: int, gaps: torch.Tensor, spreads: torch.Tensor, epsilon: float) -> float:
+@public
+def split_step_from_gaps(
+    d: D,
+    gaps: Annotated[torch.Tensor, Array(ndim=(1,))],
+    spreads: Annotated[torch.Tensor, Array(ndim=(1,))],
+    epsilon: Epsilon,
+) -> float:
     r"""The self-certified step of the split model: :math:`\eta = \max_h \bigl(R_h + \ln\frac{d-1}{E}\bigr)/\gamma_h`.
 
     ``gaps`` are :math:`\gamma_h = t_{h,(1)} - t_{h,(2)}`, the gap between the
@@ -168,17 +225,25 @@ def split_step_from_gaps(d: int, gaps: torch.Tensor, spreads: torch.Tensor, epsi
     :math:`E_h \le (d-1)e^{R_h - \eta\gamma_h} \le E` (:func:`split_rest_target`):
     if the two heads' largest entries are the two hidden bits, every input has
     loss at most :math:`\varepsilon`. Uses no knowledge of the pair. ``inf`` if a gap is not positive.
+
+    Examples
+    --------
+    >>> two = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    >>> round(split_step_from_gaps(1000, two, torch.zeros(2, dtype=torch.float64), 1e-6), 2)
+    59.42
     """
-    d = check_int("d", d, minimum=4)
     gaps = check_tensor("gaps", gaps, ndim=1, shape={0: 2})
-    spreads = check_tensor("spreads", spreads, ndim=1, shape={0: 2})
+    spreads = check_tensor("spreads", spreads, ndim=1, shape={0: 2}, dtype=gaps.dtype)
     if bool((gaps <= 0).any()):
         return math.inf
     need = (spreads + math.log((d - 1) / split_rest_target(epsilon))) / gaps
     return float(need.max())
 
 
-def split_direction_first_order(codes: torch.Tensor, pair: tuple[int, int], query: torch.Tensor) -> torch.Tensor:
+@public
+def split_direction_first_order(
+    codes: Codes2d, pair: Pair, query: Annotated[torch.Tensor, Array(ndim=(1,))]
+) -> torch.Tensor:
     r"""The first-order score directions :math:`t_h^{\text{lin}}` of the split model at the antisymmetric start :math:`(q, -q)`.
 
     With :math:`g = P(p_u + p_v)`, :math:`h = P(p_u - p_v)`, :math:`\epsilon = s - \bar s` (:math:`s = Pq`)
@@ -189,8 +254,13 @@ def split_direction_first_order(codes: torch.Tensor, pair: tuple[int, int], quer
     and the exact directions :math:`t_h = -PP^\top\,\partial L/\partial s_h` differ from these by at most
     :data:`REMAINDER_CONSTANT` :math:`\cdot r^2/d^2` in every entry, :math:`r = \|\epsilon\|_\infty \le \tfrac14`
     (Lemma S2 of chapter 3). Returns shape ``(2, d)``.
+
+    Examples
+    --------
+    >>> codes = torch.eye(4, dtype=torch.float64)
+    >>> split_direction_first_order(codes, (0, 1), torch.zeros(4, dtype=torch.float64))[0]
+    tensor([0.0625, 0.0625, 0.0000, 0.0000], dtype=torch.float64)
     """
-    codes = check_tensor("codes", codes, ndim=2)
     query = check_tensor("query", query, ndim=1, shape={0: codes.shape[1]}, dtype=codes.dtype)
     d = codes.shape[0]
     u, v = check_pair("pair", pair, d)
@@ -203,13 +273,18 @@ def split_direction_first_order(codes: torch.Tensor, pair: tuple[int, int], quer
     return torch.stack([g + delta * h - self_term, g - delta * h + self_term]) / d**2
 
 
-def first_order_split_vector(codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
+@public
+def first_order_split_vector(codes: Codes2d, pair: Pair) -> torch.Tensor:
     r"""The vector :math:`c` with :math:`d^2(t_{1,u} - t_{1,v}) = \langle q_1, c\rangle + O(r^2)` at an antisymmetric start.
 
     :math:`c = \bigl[2(1-\rho) I - \tfrac{1 + 2/d}{d} P^\top P\bigr](p_u - p_v)`, with
     :math:`\rho = \langle p_u, p_v\rangle` (Lemma S2 of chapter 3); head 2 gets :math:`-\langle q_1, c\rangle`.
+
+    Examples
+    --------
+    >>> first_order_split_vector(torch.eye(4, dtype=torch.float64), (0, 1))
+    tensor([ 1.6250, -1.6250,  0.0000,  0.0000], dtype=torch.float64)
     """
-    codes = check_tensor("codes", codes, ndim=2)
     d = codes.shape[0]
     u, v = check_pair("pair", pair, d)
     e = codes[u] - codes[v]
@@ -217,7 +292,10 @@ def first_order_split_vector(codes: torch.Tensor, pair: tuple[int, int]) -> torc
     return 2 * (1 - rho) * e - ((1 + 2 / d) / d) * (codes.T @ (codes @ e))
 
 
-def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], start: str = "independent") -> float:
+@public
+def split_probability_first_order(
+    codes: Codes2d, pair: Pair, start: Literal["independent", "antisymmetric"] = "independent"
+) -> float:
     r"""The limit :math:`\sigma \to 0` of the probability that one step splits the heads, from the first-order direction.
 
     To first order :math:`d^2 D_1 = \langle q_1, c_a\rangle + \langle q_2, c_b\rangle` and
@@ -229,10 +307,14 @@ def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], st
     centred Gaussian pair with correlation :math:`r = 2\langle c_a, c_b\rangle/(|c_a|^2 + |c_b|^2)`,
     so the probability is :math:`\arccos(r)/\pi`; the antisymmetric start
     :math:`q_2 = -q_1` gives :math:`D_2 = -D_1`, probability 1.
+
+    Examples
+    --------
+    >>> split_probability_first_order(torch.eye(4, dtype=torch.float64), (0, 1), "antisymmetric")
+    1.0
     """
-    codes = check_tensor("codes", codes, ndim=2)
     u, v = check_pair("pair", pair, codes.shape[0])
-    if check_choice("start", start, ("independent", "antisymmetric")) == "antisymmetric":
+    if start == "antisymmetric":
         return 1.0
     d = codes.shape[0]
     e = codes[u] - codes[v]
@@ -244,7 +326,14 @@ def split_probability_first_order(codes: torch.Tensor, pair: tuple[int, int], st
     return math.acos(max(-1.0, min(1.0, r))) / math.pi
 
 
-def split_sample_bound(d: int, gram_norm: float, gap: float, delta: float, theta: float = 0.65) -> float:
+@public
+def split_sample_bound(
+    d: D,
+    gram_norm: Annotated[float, Between(0.0, 1e15, open_low=True)],
+    gap: Annotated[float, Between(0.0, 1e15, open_low=True)],
+    delta: Annotated[float, Between(0.0, 1.0, open_low=True)],
+    theta: Annotated[float, Between(0.0, 1e3)] = 0.65,
+) -> float:
     r"""The sample size of Theorem F (chapter 6): enough samples for the empirical split step to keep the heads' targets.
 
     If both heads' population directions have their largest entries at the two
@@ -260,32 +349,28 @@ def split_sample_bound(d: int, gram_norm: float, gap: float, delta: float, theta
     functional, whose per-sample value lies in :math:`[-8, 8]` and has variance at most
     :math:`48(1+\theta)^3\lambda/d^3`, and a union bound. The default :math:`\theta = e^{1/2} - 1`
     covers every start with :math:`\|s\|_\infty \le \tfrac14`.
+
+    Raises
+    ------
+    ValueError
+        If the bound exceeds the float range (a tiny ``gap``: it grows as :math:`1/\Gamma^2`).
+
+    Examples
+    --------
+    >>> round(split_sample_bound(16, 4.0, 1.0, 0.1))
+    741147
     """
-    d = check_int("d", d, minimum=4)
-    gram_norm = check_float("gram_norm", gram_norm, minimum=0.0, strict_minimum=True)
-    gap = check_float("gap", gap, minimum=0.0, strict_minimum=True)
-    delta = check_float("delta", delta, minimum=0.0, maximum=1.0, strict_minimum=True)
-    theta = check_float("theta", theta, minimum=0.0)
-    variance_term = 384 * (1 + theta) ** 3 * gram_norm * d / gap**2
-    range_term = 64 * d**2 / (3 * gap)
-    return (variance_term + range_term) * math.log(4 * (d - 1) / delta)
-
-
-# ----------------------------------------------------------------------------- reference lines
-def sq_frontier(d: int, parameters: int) -> float:
-    r"""Edelman et al.'s frontier for one step: a batch of about :math:`\binom d2 / r` samples for an :math:`r`-parameter model.
-
-    Their Prop. 3 says an :math:`r`-parameter model run for :math:`T` noisy-gradient steps
-    learns nothing unless :math:`rTB \gtrsim \binom dk`, up to constants; with :math:`T = 1`,
-    :math:`k = 2`: :math:`B \gtrsim \binom d2/r`. Use :math:`r = m` for the tied model
-    (its two heads are one) and :math:`r = 2m` for the split model.
-    """
-    d = check_int("d", d, minimum=2)
-    parameters = check_int("parameters", parameters, minimum=1)
-    return math.comb(d, 2) / parameters
-
-
-def information_floor(d: int) -> float:
-    r"""The information floor: identifying one pair among :math:`\binom d2` takes :math:`\log_2\binom d2` one-bit labels."""
-    d = check_int("d", d, minimum=2)
-    return math.log2(math.comb(d, 2))
+    try:
+        variance_term = 384 * (1 + theta) ** 3 * gram_norm * d / gap**2
+        range_term = 64 * d**2 / (3 * gap)
+        ratio = 4 * (d - 1) / delta
+        union = math.log(ratio) if math.isfinite(ratio) else math.log(4 * (d - 1)) - math.log(delta)
+        bound = (variance_term + range_term) * union
+    except (OverflowError, ZeroDivisionError):
+        bound = math.inf
+    if not math.isfinite(bound):
+        raise ValueError(
+            f"split_sample_bound exceeds the float range for gap = {gap:g}, gram_norm = {gram_norm:g}, d = {d:,}: "
+            "gap must be larger (the bound grows as 1 / gap**2)"
+        )
+    return bound

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT, build, make_fixture_book
 
+import xorlib
+
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "_ext"))
 
@@ -107,7 +109,9 @@ def test_the_reader_export_is_plain_markdown_that_links_into_the_book(fixture_bo
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     shown = [c for c in code if "print(" in "".join(c["source"]) or "subplots()" in "".join(c["source"])]
     assert len(shown) == 2 and all(c.get("outputs") for c in shown), "the export keeps the outputs"
-    assert (fixture_book / "_build" / "html" / "_static" / "wheels" / "xorlib-0.1.0-py3-none-any.whl").is_file()
+    assert (
+        fixture_book / "_build" / "html" / "_static" / "wheels" / f"xorlib-{xorlib.__version__}-py3-none-any.whl"
+    ).is_file()
 
 
 def test_the_export_converts_every_construct_the_chapters_use() -> None:
@@ -159,7 +163,7 @@ def test_a_downloaded_chapter_runs_in_a_fresh_environment_from_the_served_site(
         o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"
     ]
     assert not errors, errors
-    assert installed_from(python) == f"{site.url}_static/wheels/xorlib-0.1.0-py3-none-any.whl"
+    assert installed_from(python) == f"{site.url}_static/wheels/xorlib-{xorlib.__version__}-py3-none-any.whl"
 
 
 @pytest.mark.slow

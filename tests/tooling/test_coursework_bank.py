@@ -15,8 +15,9 @@ from xorlib.coursework._compare import as_outputs, judge
 from xorlib.coursework.bank import CHAPTERS, chapter_questions, get_question
 from xorlib.coursework.feedback import expected_outputs, run_case
 from xorlib.coursework.questions import AutoQuestion, Case, WrittenQuestion, stub_source
-from xorlib.empirical import empirical_loss
-from xorlib.population import population_loss
+from xorlib.empirical import empirical
+from xorlib.model import ModelConfig
+from xorlib.population import population
 from xorlib.task import all_inputs
 
 AUTO = [q for qs in CHAPTERS.values() for q in qs if isinstance(q, AutoQuestion)]
@@ -99,7 +100,8 @@ def test_losses_on_every_input_average_to_the_closed_form_population_loss() -> N
     weights = torch.softmax(queries @ codes.T, -1)
     for heads in ("tied", "split"):
         losses = question.reference(weights, (2, 5), heads)
-        assert torch.allclose(losses.mean(), population_loss(queries, codes, (2, 5), heads=heads), rtol=1e-12)
+        model = ModelConfig(8, heads, m=6, code_seed=3)  # its codes are Codes(8, 6, seed=3)
+        assert torch.allclose(losses.mean(), population(model, queries, (2, 5)).loss, rtol=1e-12)
 
 
 @pytest.mark.parametrize("qid, heads", [("ch02-q1", "tied"), ("ch03-q1", "split")])
@@ -108,7 +110,8 @@ def test_population_gradient_references_match_autograd(qid: str, heads: str) -> 
     for case in question.public() + question.hidden(0):
         queries, codes, pair = case.args
         q = queries.clone().requires_grad_(True)
-        (grad,) = torch.autograd.grad(population_loss(q, codes, pair, heads=heads), q)
+        model = ModelConfig(codes.shape[0], heads, m=codes.shape[1], code_kind="gaussian")  # codes given below
+        (grad,) = torch.autograd.grad(population(model, q, pair, codes=codes).loss, q)
         assert torch.allclose(question.reference(queries, codes, pair), grad, rtol=1e-9, atol=1e-14)
 
 
@@ -119,7 +122,7 @@ def test_tied_worst_case_is_the_maximum_over_every_input_and_the_certificate() -
         rest = float(weights.sum() - weights[u] - weights[v])
         assert rest <= 0.5, case.description  # the exercise's assumption holds for every case
         value = question.reference(weights, (u, v))
-        certified = worst_case_loss(torch.stack([weights, weights]), (u, v), heads="tied")
+        certified = worst_case_loss(ModelConfig(weights.shape[0], "tied"), torch.stack([weights, weights]), (u, v))
         assert float(certified.lower) <= value * (1 + 1e-9) and value <= float(certified.upper) * (1 + 1e-9)
         if weights.shape[0] <= 16:
             x = all_inputs(weights.shape[0])
@@ -134,7 +137,8 @@ def test_empirical_gradient_reference_matches_autograd() -> None:
         scores, x, y, heads = case.args
         s = scores.clone().requires_grad_(True)
         eye = torch.eye(scores.shape[-1], dtype=torch.float64)
-        (grad,) = torch.autograd.grad(empirical_loss(s, eye, x, y, heads=heads), s)
+        model = ModelConfig(scores.shape[-1], heads, code_kind="onehot")  # one-hot codes: the identity
+        (grad,) = torch.autograd.grad(empirical(model, s, x, y, codes=eye).loss, s)
         assert torch.allclose(question.reference(scores, x, y, heads), grad, rtol=1e-9, atol=1e-15)
 
 
@@ -256,13 +260,14 @@ def test_an_answer_that_modifies_its_inputs_cannot_change_the_reference() -> Non
 
 
 def test_check_warns_when_an_answer_calls_the_books_reference(capsys) -> None:
-    from xorlib.population import population_gradient
+    from xorlib.population import population
 
     def borrowed(queries, codes, pair):
-        return population_gradient(queries, codes, pair, heads="tied")
+        model = ModelConfig(codes.shape[0], "tied", m=codes.shape[1], code_kind="gaussian")
+        return population(model, queries, pair, codes=codes).gradient
 
     check("ch02-q1", borrowed)
-    assert "Warning: tied_gradient uses xorlib.population.population_gradient" in capsys.readouterr().out
+    assert "Warning: tied_gradient uses xorlib." in capsys.readouterr().out  # xorlib.model.ModelConfig, first
     check("ch02-q1", get_question("ch02-q1").solution)
     assert "Warning" not in capsys.readouterr().out
 

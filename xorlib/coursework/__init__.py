@@ -19,20 +19,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._build import grading_build
+from ._settings import grading_settings
 from .autograder import write_zip
 from .feedback import CheckFailure, check
 from .gradebook import ClassReport, Config, grade_class, load_reports, read_marks, read_roster
-from .grading import GradeReport, Grading, grade_path
+from .grading import GradeReport, grade_path
 from .render import question_table
-from .sandbox import SANDBOXES, Limits, check_private, choose_tier, site_dirs
 from .student import write_student_notebooks
 
 __all__ = ["CheckFailure", "autograder_zip", "check", "grade_all", "grade_notebook", "question_table",
            "student_notebooks"]  # fmt: skip
-
-#: The seed of the hidden cases anyone can compute (the bank is public): for practice only.
-PUBLIC_SEED = 0
 
 
 def _path(name: str, value: object, *, exists: bool = True, none: bool = False) -> Path | None:
@@ -45,33 +41,6 @@ def _path(name: str, value: object, *, exists: bool = True, none: bool = False) 
     if exists and not Path(value).exists():
         raise ValueError(f"{name}: no such file or folder: {value}")
     return Path(value)
-
-
-def _grading(seed: object, practice: object, limits: object, sandbox: object, trusted: object, config: Config,
-             private: list) -> Grading:  # fmt: skip
-    """The settings of a grading run, checked once: the seed's rule, the limits, the tier (and its privacy)."""
-    for name, value in (("practice", practice), ("trusted", trusted)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    if seed is None and not practice:
-        raise ValueError("seed is required for summative grading: pass your private seed (seed=..., SEED=... or "
-                         f"--seed-file), or practice=True (--practice) to grade with the public seed {PUBLIC_SEED}")  # fmt: skip
-    seed = PUBLIC_SEED if seed is None else seed
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an int in [0, 2**63), got {seed!r}")
-    if seed == PUBLIC_SEED and not practice:
-        raise ValueError(f"seed {PUBLIC_SEED} is public (anyone can compute its hidden cases): pass your private seed "
-                         "for summative grading, or practice=True (--practice)")  # fmt: skip
-    limits = Limits() if limits is None else limits
-    if not isinstance(limits, Limits):
-        raise TypeError(f"limits must be a sandbox Limits or None, got {type(limits).__name__}")
-    if sandbox not in SANDBOXES:
-        raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
-    tier = choose_tier(sandbox, grading_build(), trusted=trusted)
-    package = Path(__file__).resolve().parents[1]
-    secret = [package, *(Path(s) / "xorlib" for s in site_dirs()), *[p for p in private if p is not None]]
-    check_private(tier, grading_build(), [str(p) for p in secret], seed if seed != PUBLIC_SEED else -1)
-    return Grading(seed, limits, tier, dict(config.points))
 
 
 def grade_notebook(path, *, seed=None, practice=False, student=None, config=None, limits=None, sandbox="auto",
@@ -104,7 +73,7 @@ def grade_notebook(path, *, seed=None, practice=False, student=None, config=None
     if student is not None and not isinstance(student, str):
         raise TypeError(f"student must be a name (a str) or None, got {type(student).__name__}")
     config = Config.read(_path("config", config, none=True))
-    grading = _grading(seed, practice, limits, sandbox, trusted, config, [path.parent])
+    grading = grading_settings(seed, practice, limits, sandbox, trusted, config, [path.parent])
     return grade_path(path, student or path.stem, grading)
 
 
@@ -138,7 +107,7 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     roster_path, marks_path = _path("roster", roster, none=True), _path("marks", marks, none=True)
     config_path, previous = _path("config", config, none=True), _path("previous", previous, exists=False, none=True)
     config = Config.read(config_path)
-    grading = _grading(
+    grading = grading_settings(
         seed, practice, limits, sandbox, trusted, config, [folder, previous, roster_path, marks_path, config_path]
     )
     people = read_roster(roster_path) if roster_path else None

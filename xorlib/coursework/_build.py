@@ -13,6 +13,7 @@ import atexit
 import functools
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 __all__ = []  # internal to xorlib.coursework
@@ -43,12 +44,19 @@ def __getattr__(name):
 '''
 
 
+# CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread: two threads
+# parsing at once (``grade_all``'s workers) can fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
 def _imports(path: Path) -> set[str]:
     """The sibling modules a module (or every module of a subpackage) imports with ``from . import x``/``from .x``."""
     names: set[str] = set()
     for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
         depth = len(file.relative_to(_PACKAGE).parts)  # the level of a relative import that reaches xorlib's top
-        for node in ast.walk(ast.parse(file.read_text())):
+        with _PARSING:
+            tree = ast.parse(file.read_text())
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == depth:
                 names |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
     return names

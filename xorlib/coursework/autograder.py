@@ -122,7 +122,7 @@ def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, poin
 
 def run(root: Path) -> int:
     """Inside Gradescope: grade ``root/submission``, write ``root/results/results.json``; 1 if it was not graded."""
-    from . import _grading
+    from ._settings import grading_settings
     from .gradebook import Config, find_submissions
     from .grading import grade_path
     from .sandbox import SandboxUnavailable
@@ -137,7 +137,7 @@ def run(root: Path) -> int:
     else:
         private = [root / "source", root / "submission", root / "results"]
         try:
-            grading = _grading(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
+            grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
                                False, Config(points=config["points"]), private)  # fmt: skip
         except SandboxUnavailable as err:
             result["output"] = f"Not graded: {err}"

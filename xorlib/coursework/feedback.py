@@ -18,7 +18,7 @@ from ._compare import ReturnError, Verdict, as_outputs, judge
 from .bank import CHAPTERS, get_question
 from .questions import AutoQuestion, Case
 
-__all__ = ["CheckFailure", "check"]  # the rest is internal to xorlib.coursework
+__all__ = []  # internal to xorlib.coursework (which exports what readers call)
 
 
 class CheckFailure(AssertionError):

@@ -24,7 +24,8 @@ from . import _wire
 from ._build import grading_build
 from ._compare import ReturnError, as_outputs, judge
 from ._html import table
-from .bank import SETUP, chapter_questions, get_question
+from .bank import chapter_questions, get_question
+from .bank._common import SETUP
 from .feedback import autograd_used, expected_outputs
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 
 from ._html import Table, table
-from .bank import CHAPTERS, SETUP, chapter_questions
+from .bank import CHAPTERS, chapter_questions
+from .bank._common import SETUP
 from .questions import AutoQuestion, Question, WrittenQuestion
 
-__all__ = ["question_table"]  # the rest is internal to xorlib.coursework
+__all__ = []  # internal to xorlib.coursework (which exports what readers call)
 
 #: The marker lines that delimit the region the tool owns, each alone on its line.
 BEGIN, END = "<!-- exercises:begin -->", "<!-- exercises:end -->"

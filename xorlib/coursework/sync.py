@@ -15,7 +15,7 @@ from pathlib import Path
 from .bank import chapter_of
 from .render import BEGIN, END, marker_lines, teacher_region
 
-__all__ = ["sync_chapter"]  # the rest is internal to xorlib.coursework
+__all__ = []  # internal to xorlib.coursework (which exports what readers call)
 
 
 class MarkerError(ValueError):

@@ -9,28 +9,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import torch
 
-from .. import _random
-from .._checks import check_int
-from ..learners.mlp import BARAK_EVAL_N
-from ..learners.training import worst_and_margin
+from .._random import derive_seed
+from ..learners._mlp import BARAK_EVAL_N
+from ..learners._one_step import StepConfig, learning_curve
+from ..learners._training import worst_and_margin
 from ..model import ModelConfig
-from ..one_step import OneStepConfig, learning_curve
 from ..task import all_inputs, random_pair, sample_xor
 
 EPSILON = 1e-2  # criterion (a): the learner's own loss below this on every input
 EXACT_D = 20  # enumerate all inputs up to here; beyond, sample Barak's 2^13 fresh inputs
-LEARNERS = ("MLP", "Transformer, tied", "Transformer, split")
-
-
-def check_ds(ds: Sequence[int], minimum: int, maximum: int = 4096) -> tuple[int, ...]:
-    """Dimensions: a non-empty sequence of integers in ``[minimum, maximum]``."""
-    if isinstance(ds, (str, bytes)) or not isinstance(ds, Sequence) or not ds:
-        raise TypeError(f"ds must be a non-empty sequence of dimensions, got {ds!r}")
-    return tuple(check_int(f"ds[{k}]", d, minimum=minimum, maximum=maximum) for k, d in enumerate(ds))
+Learner = Literal["MLP", "Transformer, tied", "Transformer, split"]
+LEARNERS = Learner.__args__
 
 
 def median(values: Sequence[float | None]) -> float:
@@ -51,14 +45,14 @@ def test_set(d: int, pair: tuple[int, int], seed: int) -> tuple[torch.Tensor, to
     if d <= EXACT_D:
         x = all_inputs(d)
         return x, -x[:, pair[0]] * x[:, pair[1]], "all inputs (exact)"
-    x, y = sample_xor(BARAK_EVAL_N, d, pair, seed=_random.derive_seed(seed, "test", d))
+    x, y = sample_xor(BARAK_EVAL_N, d, pair, seed=derive_seed(seed, "test", d))
     return x, y, f"{BARAK_EVAL_N:,} fresh samples"
 
 
-def criteria(weights: torch.Tensor, certified: float, heads: str, test) -> tuple[bool, bool]:
+def criteria(weights: torch.Tensor, certified: float, model: ModelConfig, test) -> tuple[bool, bool]:
     """Criteria (a) and (b) for a two-head model: exact on all inputs, or the certificate and fresh samples."""
     x, y, how = test
-    worst, margin = worst_and_margin(weights, x, y, heads=heads)
+    worst, margin = worst_and_margin(weights, x, y, model)
     return (worst < EPSILON if how.startswith("all") else certified < EPSILON), margin > 0
 
 
@@ -66,13 +60,11 @@ def transformer_checks(d: int, heads: str, trial: int, grid: Sequence[int], test
     """Criteria (a) and (b) after one step of one model on the first ``n`` samples of trial ``trial``, for each ``n``.
 
     The model, pair and samples are those of ``one_step(d, heads, seed=trial, n=n)``; the steps
-    for all ``n`` come from one pass over one stream (:func:`xorlib.one_step.learning_curve`).
+    for all ``n`` come from one pass over one stream (``xorlib.learners._one_step.learning_curve``).
     """
     model = ModelConfig(d, heads, code_seed=trial, init_seed=trial)
-    config = OneStepConfig(model, random_pair(d, seed=trial), data_seed=trial, epsilon=EPSILON)
-    return [
-        criteria(r.weights_after, float(r.worst_case.upper), heads, test) for r in learning_curve(config, list(grid))
-    ]
+    config = StepConfig(model, random_pair(d, seed=trial), data_seed=trial, epsilon=EPSILON)
+    return [criteria(r.weights_after, float(r.worst_case.upper), model, test) for r in learning_curve(config, grid)]
 
 
 def sample_grid(low: int, high: int, per_octave: int) -> tuple[int, ...]:

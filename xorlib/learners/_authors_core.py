@@ -1,6 +1,6 @@
 r"""The authors' model's trainer on packed bits: attention, readout, soft counts by table look-up, loss and gradient.
 
-Internal to :mod:`xorlib.learners.authors` (which documents the model and checks
+Internal to :mod:`xorlib.learners._authors` (which documents the model and checks
 arguments); these functions trust their callers. Inputs are stored as packed bytes
 and every soft count is :math:`\lceil d/8\rceil` look-ups of 256-entry tables, so a
 full-batch epoch costs a few passes over :math:`N\lceil d/8\rceil` bytes.
@@ -13,16 +13,16 @@ from typing import NamedTuple
 
 import torch
 
-from .. import _random
+from .._random import BYTE_BITS
 
 
-def _attention(a: torch.Tensor, d: int) -> torch.Tensor:
+def attention(a: torch.Tensor, d: int) -> torch.Tensor:
     angle = 2 * math.pi * torch.arange(d, dtype=a.dtype, device=a.device) / d
     scores = (a[..., 0:1] * angle.cos() + a[..., 1:2] * angle.sin()) / (d / 4)
     return torch.softmax(scores, dim=-1)
 
 
-def _readout(count: torch.Tensor, k: int) -> torch.Tensor:
+def readout(count: torch.Tensor, k: int) -> torch.Tensor:
     i = torch.arange(k, dtype=count.dtype, device=count.device)
     out_weights = (1 - 2 * (i % 2)) * (4 + 8 * i)
     return -1 + (torch.relu(count.unsqueeze(-1) - i - 0.5) * out_weights).sum(-1)
@@ -36,7 +36,7 @@ class _Packed(NamedTuple):
     n: int
 
 
-def _pack(raw: torch.Tensor, d: int) -> _Packed:
+def pack(raw: torch.Tensor, d: int) -> _Packed:
     """Packed inputs from bytes ``(R, N, G)`` (bit ``b`` of byte ``g`` is :math:`b_{8g+b}`); unused high bits are cleared."""
     raw = raw.clone()
     if d % 8:
@@ -46,7 +46,7 @@ def _pack(raw: torch.Tensor, d: int) -> _Packed:
     return _Packed((raw.transpose(1, 2).long() + offset).contiguous(), groups, n)
 
 
-def _parity_labels(raw: torch.Tensor, supports: list[list[int]], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def parity_labels(raw: torch.Tensor, supports: list[list[int]], dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Labels :math:`y = +1` for odd parity of the hidden bits, from bytes ``(R, N, G)``: ``(R, N)``."""
     rows = []
     for r, support in enumerate(supports):
@@ -55,25 +55,25 @@ def _parity_labels(raw: torch.Tensor, supports: list[list[int]], dtype: torch.dt
     return torch.stack(rows).to(dtype)
 
 
-def _counts(beta: torch.Tensor, packed: _Packed, dtype: torch.dtype) -> torch.Tensor:
+def counts(beta: torch.Tensor, packed: _Packed, dtype: torch.dtype) -> torch.Tensor:
     r"""Soft counts :math:`c_s = \langle\beta, b_s\rangle` ``(R, N)`` by table look-up: :math:`G` look-ups per input."""
     runs, d = beta.shape
     padded = beta.new_zeros(runs, 8 * packed.groups)
     padded[:, :d] = beta
-    tables = torch.einsum("vb,rgb->rgv", _random.BYTE_BITS.to(beta), padded.view(runs, packed.groups, 8))
+    tables = torch.einsum("vb,rgb->rgv", BYTE_BITS.to(beta), padded.view(runs, packed.groups, 8))
     looked_up = tables.to(dtype).take(packed.index)  # (R, G, N)
     return looked_up.sum(1) if packed.groups > 1 else looked_up[:, 0]
 
 
-def _pieces(k: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def pieces(k: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """The readout as :math:`k + 1` linear pieces: slope and intercept on :math:`(i - \\tfrac12, i + \\tfrac12]`."""
     knots = torch.arange(k + 1, dtype=torch.float64) - 0.5
     slopes = torch.cumsum(torch.tensor([0.0] + [(-1) ** i * (4 + 8 * i) for i in range(k)], dtype=torch.float64), 0)
-    values = _readout(knots.clamp(min=0), k)  # the readout at each piece's left end
+    values = readout(knots.clamp(min=0), k)  # the readout at each piece's left end
     return slopes.to(dtype), (values - slopes * knots.clamp(min=0)).to(dtype)
 
 
-def _loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The loss ``(R,)`` and its gradient in ``a`` ``(R, k, 2)`` in closed form, one pass each way over the data.
 
     With :math:`\bar h` the mean hinge and :math:`\hat y'(c) = \sum_i w_i \mathbb 1[c > i + \tfrac12]`:
@@ -83,9 +83,9 @@ def _loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) ->
     scores' :math:`(\cos, \sin)/(n/4)`. Checked against autograd of :func:`authors_loss` in the tests.
     """
     runs, k, _ = a.shape
-    alpha = _attention(a, d)  # (R, k, d)
-    count = _counts(alpha.sum(-2), packed, y.dtype)  # (R, N), in the dtype of the labels
-    slopes, intercepts = _pieces(k, count.dtype)
+    alpha = attention(a, d)  # (R, k, d)
+    count = counts(alpha.sum(-2), packed, y.dtype)  # (R, N), in the dtype of the labels
+    slopes, intercepts = pieces(k, count.dtype)
     piece = torch.bucketize(count, torch.arange(k, dtype=count.dtype) + 0.5)  # which linear piece of the readout
     slope = slopes.take(piece)
     margin = y * (intercepts.take(piece) + slope * count)
@@ -95,7 +95,7 @@ def _loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) ->
     spread = grad_count.unsqueeze(1).expand(-1, packed.groups, -1)
     histogram = count.new_zeros(256 * runs * packed.groups).scatter_add_(0, packed.index.view(-1), spread.reshape(-1))
     histogram = histogram.to(a.dtype).view(runs, packed.groups, 256)
-    grad_beta = torch.einsum("rgv,vb->rgb", histogram, _random.BYTE_BITS.to(a))
+    grad_beta = torch.einsum("rgv,vb->rgb", histogram, BYTE_BITS.to(a))
     grad_beta = grad_beta.reshape(runs, -1)[:, :d]
     grad_scores = alpha * (grad_beta.unsqueeze(-2) - (alpha * grad_beta.unsqueeze(-2)).sum(-1, keepdim=True))
     angle = 2 * math.pi * torch.arange(d, dtype=a.dtype) / d
@@ -103,7 +103,7 @@ def _loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) ->
     return mean_hinge.to(a.dtype) ** 2, grad
 
 
-def _margins(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> torch.Tensor:
+def margins(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> torch.Tensor:
     """Smallest margin :math:`\\min_s y_s\\hat y_s` over packed inputs, ``(R,)``."""
-    count = _counts(_attention(a, d).sum(-2), packed, y.dtype)
-    return (y * _readout(count, a.shape[-2])).amin(-1).to(a.dtype)
+    count = counts(attention(a, d).sum(-2), packed, y.dtype)
+    return (y * readout(count, a.shape[-2])).amin(-1).to(a.dtype)

@@ -11,12 +11,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .._checks import check_float, check_instance, check_int, check_pair, check_sequence, check_tensor
+from .._contract import public
 
 #: Okabe–Ito colours (colour-blind safe): head 1, head 2, the hidden positions.
 HEAD_COLOURS = ("#0072B2", "#D55E00")
 PAIR_COLOUR = "#009E73"
 
-__all__ = ["attention_window", "plot_attention", "plot_attention_maps"]
+__all__ = ["plot_attention", "plot_attention_maps"]
 
 
 def _as_array(weights: torch.Tensor) -> np.ndarray:
@@ -29,11 +30,17 @@ def _check_weights(name: str, weights: object, pair: object, pair_name: str = "p
     return check_pair(pair_name, pair, weights.shape[1])
 
 
+@public
 def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | None = None, title: str = "") -> Axes:
     """Both heads' attention over the positions (``weights`` of shape ``(2, d)``), hidden positions shaded.
 
     The y axis is fixed to [0, 1] so that plots side by side compare directly; the
     two heads are drawn as slightly offset bars.
+
+    Examples
+    --------
+    >>> plot_attention(torch.full((2, 8), 0.125), (1, 5), title="uniform")  # doctest: +ELLIPSIS
+    <Axes: ...>
     """
     _check_weights("weights", weights, pair)
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
@@ -60,11 +67,22 @@ def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | N
     return ax
 
 
-def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Figure | None = None) -> Figure:
+@public
+def plot_attention_maps(
+    rows: Sequence[tuple], *, floor: float = 1e-12, window: int | None = None, fig: Figure | None = None
+) -> Figure:
     r"""Heat maps of :math:`\log_{10}` attention, one panel per ``(label, weights (2, d), pair[, tick labels])``, hidden positions marked.
 
     The colour scale is shared and clamped to ``[floor, 1]``, so a head that
-    sits on one position reads as one bright cell in a dark row.
+    sits on one position reads as one bright cell in a dark row. ``window``: show only the
+    ``2 window + 1`` positions around each hidden bit (0 to 10,000; fewer where the windows overlap),
+    the ticks naming their true positions, so that a model with millions of positions fits.
+
+    Examples
+    --------
+    >>> weights = torch.full((2, 8), 0.125)
+    >>> plot_attention_maps([("uniform", weights, (1, 5))], window=2)  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     for k, row in enumerate(check_sequence("rows", rows)):
         if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) not in (3, 4):
@@ -84,6 +102,9 @@ def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Fig
     if floor >= 1.0:
         raise ValueError(f"floor must be below 1 (the colour scale is [floor, 1]), got {floor}")
     check_instance("fig", fig, (Figure, type(None)), "a matplotlib Figure or None")
+    if window is not None:
+        window = check_int("window", window, minimum=0, maximum=10_000)
+        rows = [(row[0], *_window(row[1], check_pair("pair", row[2], row[1].shape[-1]), window)) for row in rows]
     fig = fig or plt.figure(figsize=(6.8, 1.15 * len(rows) + 0.6), layout="constrained")
     axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
     image = None
@@ -101,17 +122,9 @@ def plot_attention_maps(rows: Sequence[tuple], *, floor: float = 1e-12, fig: Fig
     return fig
 
 
-def attention_window(
-    weights: torch.Tensor, pair: tuple[int, int], half: int = 12
-) -> tuple[torch.Tensor, tuple[int, int], list[str]]:
-    """The weights ``(2, d)`` at the ``2 half + 1`` positions around each hidden bit (fewer if the windows overlap).
-
-    Returns the restricted weights, the hidden pair's places inside the window and
-    their true positions as tick labels, so that :func:`plot_attention_maps` can show a
-    model with millions of positions.
-    """
-    _check_weights("weights", weights, pair)
-    half = check_int("half", half, minimum=0)
+def _window(weights: torch.Tensor, pair: tuple[int, int], half: int) -> tuple[torch.Tensor, tuple[int, int], list[str]]:
+    """The weights ``(2, d)`` at the ``2 half + 1`` positions around each hidden bit (fewer if the windows overlap),
+    the hidden pair's places inside the window, and their true positions as tick labels."""
     d = weights.shape[-1]
     keep = sorted({k for centre in pair for k in range(centre - half, centre + half + 1) if 0 <= k < d})
     return weights[:, keep], (keep.index(pair[0]), keep.index(pair[1])), [f"{k:,}" for k in sorted(pair)]

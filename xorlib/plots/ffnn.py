@@ -8,9 +8,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .._checks import check_members
+from .._contract import public
 from ..experiments._criteria import LEARNERS
-from ..experiments.ffnn import LrGridResult, SameCriterionResult
-from ..experiments.linear_models import LinearBoundResult
+from ..experiments._ffnn import LrGridResult, SameCriterionResult
+from ..experiments._linear_models import LinearBoundResult
 from .style import PALETTE, subplots
 
 __all__ = ["plot_linear_bound", "plot_lr_grid", "plot_same_criterion"]
@@ -19,11 +20,20 @@ _COLOURS = dict(zip(LEARNERS, (PALETTE["vermillion"], PALETTE["blue"], PALETTE["
 _CRITERIA = {"loss": ("-", "o", "(a) loss < 0.01 everywhere"), "sign": ("--", "s", "(b) every sign right")}
 
 
+@public
 def plot_lr_grid(result: LrGridResult) -> Figure:
     """Median fresh samples to Barak et al.'s success against the learning rate, one line per ``d``.
 
     A rate at which fewer than half the trials succeeded within the budget is drawn
     as an open marker on the budget line.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> grid = run("lr_grid", dataclasses.replace(plan("lr_grid"), ds=(4,), lrs=(1.0,), trials=1, max_steps=10))
+    >>> plot_lr_grid(grid)  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     if not isinstance(result, LrGridResult):
         raise TypeError(f"result must be an LrGridResult, got {type(result).__name__}")
@@ -47,8 +57,18 @@ def plot_lr_grid(result: LrGridResult) -> Figure:
     return fig
 
 
+@public
 def plot_same_criterion(result: SameCriterionResult, ds: Sequence[int] | None = None) -> Figure:
-    """Fraction of trials that succeed against the number of samples: one panel per ``d``, both criteria per learner."""
+    """Fraction of trials that succeed against the number of samples: one panel per ``d``, both criteria per learner.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> small = dataclasses.replace(plan("same_criterion"), ds=(4,), trials=1, n_max=64)
+    >>> plot_same_criterion(run("same_criterion", small), ds=(4,))  # doctest: +ELLIPSIS
+    <Figure size ...>
+    """
     if not isinstance(result, SameCriterionResult):
         raise TypeError(f"result must be a SameCriterionResult, got {type(result).__name__}")
     present = sorted({row.d for row in result.rows})
@@ -71,8 +91,18 @@ def plot_same_criterion(result: SameCriterionResult, ds: Sequence[int] | None = 
     return fig
 
 
+@public
 def plot_linear_bound(result: LinearBoundResult) -> Figure:
-    r"""Mean squared :math:`L^2` error over all pairs against the number of trained numbers, with the proved floor."""
+    r"""Mean squared :math:`L^2` error over all pairs against the number of trained numbers, with the proved floor.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> bound = run("linear_bound", dataclasses.replace(plan("linear_bound"), d=4, widths=(4, 8)))
+    >>> plot_linear_bound(bound)  # doctest: +ELLIPSIS
+    <Figure size ...>
+    """
     if not isinstance(result, LinearBoundResult):
         raise TypeError(f"result must be a LinearBoundResult, got {type(result).__name__}")
     fig, ax = subplots(1)

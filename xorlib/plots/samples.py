@@ -9,7 +9,8 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._checks import check_choice, check_instance, check_numbers, check_sequence
-from ..experiments.finite_samples import CRITERIA, SuccessGrid
+from .._contract import public
+from ..experiments._finite_samples import SuccessGrid
 
 __all__ = ["plot_sample_thresholds", "plot_success_curves"]
 
@@ -17,11 +18,22 @@ __all__ = ["plot_sample_thresholds", "plot_success_curves"]
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 
+@public
 def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst case", ax: Axes | None = None) -> Axes:
-    """The fraction of draws that succeed against :math:`n/d^2`, one line per ``d``."""
+    """The fraction of draws that succeed against :math:`n/d^2`, one line per ``d``.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> tiny = plan("finite_samples").split.__class__(ds=(4,), code_draws=1, trials=1)
+    >>> samples = run("finite_samples", dataclasses.replace(plan("finite_samples"), split=tiny, tied=tiny, resamples=10))
+    >>> plot_success_curves(samples.split.grids, criterion="signs")  # doctest: +ELLIPSIS
+    <Axes: ...>
+    """
     for k, grid in enumerate(check_sequence("grids", grids)):
-        check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (see xorlib.experiments.finite_samples)")
-    criterion = check_choice("criterion", criterion, CRITERIA)
+        check_instance(f"grids[{k}]", grid, SuccessGrid, "a SuccessGrid (a row of run('finite_samples'))")
+    criterion = check_choice("criterion", criterion, ("worst case", "signs"))
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
@@ -37,8 +49,15 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
     return ax
 
 
+@public
 def plot_sample_thresholds(rows: dict[str, tuple[Sequence[int], Sequence[float]]], *, ax: Axes | None = None) -> Axes:
-    """Sample sizes against ``d`` on log-log axes: ``rows`` maps a label to ``(ds, values)``; dashed lines for references."""
+    """Sample sizes against ``d`` on log-log axes: ``rows`` maps a label to ``(ds, values)``; dashed lines for references.
+
+    Examples
+    --------
+    >>> plot_sample_thresholds({"n*": ([16, 32], [250.0, 1000.0]), "reference: d^2": ([16, 32], [256.0, 1024.0])})  # doctest: +ELLIPSIS
+    <Axes: ...>
+    """
     if not isinstance(rows, Mapping) or not rows:
         raise TypeError(f"rows must be a non-empty mapping {{label: (ds, values)}}, got {type(rows).__name__}")
     for label, row in rows.items():

@@ -8,17 +8,27 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .._checks import check_members
-from ..experiments.authors import AuthorsResult, AuthorsRuns
-from ..experiments.multistep import MultistepResult
+from .._contract import public
+from ..experiments._authors import AuthorsResult, AuthorsRuns
+from ..experiments._multistep import MultistepResult
 from .style import PALETTE, subplots
 
 __all__ = ["plot_authors_attention", "plot_authors_margins", "plot_multistep"]
 
 
+@public
 def plot_multistep(result: MultistepResult) -> Figure:
     """Certified worst-case loss against the step, one panel per model, one line (median, quartile band) per ``d``.
 
     The one-step learner's median on the same codes is the marker at step 1.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> sweep = run("multistep", dataclasses.replace(plan("multistep"), ds=(4,), runs=1, steps=2))
+    >>> plot_multistep(sweep)  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     if not isinstance(result, MultistepResult):
         raise TypeError(f"result must be a MultistepResult, got {type(result).__name__}")
@@ -58,11 +68,20 @@ def _panels(result: AuthorsResult, ds: Sequence[int] | None) -> list[AuthorsRuns
     return [result.runs_at(d) for d in check_members("ds", ds, [runs.d for runs in result.authors])]
 
 
+@public
 def plot_authors_margins(result: AuthorsResult, ds: Sequence[int] | None = None) -> Figure:
     """The smallest margin :math:`\\min_x y\\hat y` against the epoch, one line per run, one panel per ``d``.
 
     Above 0 every sign is right; above 0.99 the hinge loss is below 0.01 on every input.
     Beyond :math:`d = 20` the margin is the certified lower bound.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> result = run("authors", dataclasses.replace(plan("authors"), ds=(4,), epochs=(2,), runs=(1,), adam_steps=2))
+    >>> plot_authors_margins(result, ds=(4,))  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     panels = _panels(result, ds)
     fig, axes = subplots(len(panels), sharey=True)
@@ -80,11 +99,20 @@ def plot_authors_margins(result: AuthorsResult, ds: Sequence[int] | None = None)
     return fig
 
 
+@public
 def plot_authors_attention(result: AuthorsResult, ds: Sequence[int] | None = None) -> Figure:
     r"""Final attention of every head of every run, as used by the model (with the :math:`n/4` temperature).
 
     One panel per ``d``; rows are (run, head), columns positions, the hidden bits
     outlined; the colour scale is linear on :math:`[0, 1]`.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from xorlib.experiments import plan, run
+    >>> result = run("authors", dataclasses.replace(plan("authors"), ds=(4,), epochs=(2,), runs=(1,), adam_steps=2))
+    >>> plot_authors_attention(result, ds=(4,))  # doctest: +ELLIPSIS
+    <Figure size ...>
     """
     panels = _panels(result, ds)
     fig, axes = subplots(len(panels), height=2.2 + 0.12 * max(r.attention.shape[0] * r.k for r in panels))

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from ..questions import AutoQuestion, Question, WrittenQuestion, check_question
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07
-from ._common import SETUP
 
-__all__ = ["CHAPTERS", "SETUP", "chapter_of", "chapter_questions", "get_question", "written_questions"]
+__all__ = ["CHAPTERS", "chapter_questions"]  # what a teacher reads; the rest is internal to xorlib.coursework
 
 
 def _collect() -> dict[str, tuple[Question, ...]]:

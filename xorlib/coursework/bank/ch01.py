@@ -5,20 +5,12 @@ from __future__ import annotations
 import torch
 
 from ...attention import attention_weights
-from ...model import readout_constants
+from ...model import ModelConfig
 from ...task import all_inputs, xor_labels
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import codes, gaussian, pair, samples
 
-__all__ = [
-    "CHAPTER",
-    "LOSS_ON_EVERY_INPUT",
-    "NO_SINGLE_BIT",
-    "QUESTIONS",
-    "SOFTMAX_HEAD",
-    "loss_on_every_input",
-    "softmax_head",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch01"
 
@@ -41,7 +33,7 @@ def softmax_head(query, codes, x):
 
 
 def _head_reference(query: torch.Tensor, codes: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    weights = attention_weights(codes @ query, "softmax")
+    weights = attention_weights(ModelConfig(codes.shape[0]), codes @ query)
     return weights, x @ weights
 
 
@@ -145,7 +137,7 @@ def loss_on_every_input(weights, pair, heads):
 
 def _losses_reference(weights: torch.Tensor, pair: tuple[int, int], heads: str) -> torch.Tensor:
     x = all_inputs(weights.shape[-1])
-    c0, c1 = readout_constants(heads)
+    c0, c1 = ModelConfig(weights.shape[-1], heads).readout
     z = x @ weights.T
     return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] - xor_labels(x, pair)) ** 2
 
@@ -182,7 +174,7 @@ def _losses_mistakes() -> tuple[Mistake, ...]:
 
     def label_sign(weights, pair, heads):
         x = all_inputs(weights.shape[-1])
-        c0, c1 = readout_constants(heads)
+        c0, c1 = ModelConfig(weights.shape[-1], heads).readout
         z = x @ weights.T
         return 0.5 * (c0 - c1 * z[:, 0] * z[:, 1] + xor_labels(x, pair)) ** 2
 

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from ...population import population_gradient
+from ...model import ModelConfig
+from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import codes, gaussian, gradient_mistakes, pair, peaked_scores
 
-__all__ = [
-    "CHAPTER",
-    "HEADS_STAY_TIED",
-    "QUESTIONS",
-    "TIED_GRADIENT",
-    "TIED_STEP",
-    "TIED_WORST_CASE",
-    "tied_gradient",
-    "tied_step_from_zero",
-    "tied_worst_case",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch02"
 
@@ -61,7 +52,8 @@ def tied_gradient(queries, codes, pair):
 
 
 def _gradient_reference(queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
-    return population_gradient(queries, codes, pair, heads="tied")
+    model = ModelConfig(codes.shape[0], "tied", m=codes.shape[1], code_kind="gaussian")  # its codes: `codes`
+    return population(model, queries, pair, codes=codes).gradient
 
 
 def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *labels: object) -> Case:
@@ -101,7 +93,11 @@ def _gradient_mistakes() -> tuple[Mistake, ...]:
         ),
         Mistake(
             "you used the split model's readout (c0 = 0, c1 = 1); the tied model has f = 1 - 2 z1 z2.",
-            lambda q, p, pr: population_gradient(q, p, pr, heads="split"),
+            lambda q, p, pr: (
+                population(
+                    ModelConfig(p.shape[0], "split", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p
+                ).gradient
+            ),
         ),
     )
 
@@ -125,7 +121,7 @@ TIED_GRADIENT = AutoQuestion(
     mistakes=_gradient_mistakes(),
     hint="differentiate L(a, b) in the weights, pull back through the softmax (alpha * (g - <alpha, g>)) "
     "and the codes (scores = queries @ codes.T).",
-    forbidden=("xorlib.population.population_gradient",),
+    forbidden=("xorlib.population.population",),
 )
 
 
@@ -146,7 +142,8 @@ def tied_step_from_zero(codes, pair, lr):
 
 def _step_reference(codes: torch.Tensor, pair: tuple[int, int], lr: float) -> torch.Tensor:
     zero = torch.zeros(2, codes.shape[1], dtype=codes.dtype)
-    return -lr * population_gradient(zero, codes, pair, heads="tied")
+    model = ModelConfig(codes.shape[0], "tied", m=codes.shape[1], code_kind="gaussian")  # its codes: `codes`
+    return -lr * population(model, zero, pair, codes=codes).gradient
 
 
 def _step_case(description: str, d: int, m: int, kind: str, sharpness: float, *labels: object) -> Case:
@@ -209,7 +206,7 @@ TIED_STEP = AutoQuestion(
     outputs=("the queries after the step",),
     mistakes=_step_mistakes(),
     hint="at q = 0 every weight is 1/d; the new queries are 0 - lr * grad, the same for both heads.",
-    forbidden=("xorlib.population.population_gradient",),
+    forbidden=("xorlib.population.population",),
 )
 
 

@@ -6,19 +6,12 @@ import math
 
 import torch
 
-from ...population import population_gradient
+from ...model import ModelConfig
+from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import codes, gaussian, gradient_mistakes, pair
 
-__all__ = [
-    "CHAPTER",
-    "QUESTIONS",
-    "SELF_CERTIFIED_STEP",
-    "SPLIT_GRADIENT",
-    "WHY_ANTISYMMETRIC",
-    "self_certified_step",
-    "split_gradient",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch03"
 
@@ -53,7 +46,8 @@ def split_gradient(queries, codes, pair):
 
 
 def _split_reference(queries: torch.Tensor, codes: torch.Tensor, pair: tuple[int, int]) -> torch.Tensor:
-    return population_gradient(queries, codes, pair, heads="split")
+    model = ModelConfig(codes.shape[0], "split", m=codes.shape[1], code_kind="gaussian")  # its codes: `codes`
+    return population(model, queries, pair, codes=codes).gradient
 
 
 def _split_case(description: str, d: int, m: int, kind: str, sigma: float, *labels: object) -> Case:
@@ -83,7 +77,9 @@ def _split_mistakes() -> tuple[Mistake, ...]:
         Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
         Mistake(
             "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
-            lambda q, p, pr: population_gradient(q, p, pr, heads="tied"),
+            lambda q, p, pr: (
+                population(ModelConfig(p.shape[0], "tied", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p).gradient
+            ),
         ),
         Mistake(
             "missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.",
@@ -113,7 +109,7 @@ SPLIT_GRADIENT = AutoQuestion(
     outputs=("the gradient",),
     mistakes=_split_mistakes(),
     hint="the tied model's gradient with c0 = 0, c1 = 1; the two heads now have different weights.",
-    forbidden=("xorlib.population.population_gradient",),
+    forbidden=("xorlib.population.population",),
 )
 
 

@@ -9,7 +9,7 @@ import torch
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian, pair
 
-__all__ = ["CHAPTER", "LATTICE_SHARPNESS", "NO_PAIR_NEEDED", "QUESTIONS", "REST_MASS", "lattice_sharpness", "rest_mass"]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch04"
 

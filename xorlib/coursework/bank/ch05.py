@@ -7,18 +7,11 @@ import math
 import torch
 
 from ...attention import attention_weights
+from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian
 
-__all__ = [
-    "CHAPTER",
-    "ONLY_SOFTMAX_COUPLES",
-    "QUESTIONS",
-    "RELU_ATTENTION",
-    "SIGMOID_ATTENTION",
-    "relu_attention",
-    "sigmoid_attention",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch05"
 
@@ -28,7 +21,7 @@ def _autograd_pullback(kind: str, scores: torch.Tensor, grad: torch.Tensor) -> t
     differentiation.
     """
     s = scores.detach().clone().requires_grad_(True)
-    weights = attention_weights(s, kind)
+    weights = attention_weights(ModelConfig(s.shape[-1], attention=kind), s)
     (pullback,) = torch.autograd.grad(weights, s, grad_outputs=grad)
     return weights.detach(), pullback
 

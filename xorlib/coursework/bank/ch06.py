@@ -6,19 +6,12 @@ import math
 
 import torch
 
-from ...empirical import empirical_score_gradient as _empirical_score_gradient
+from ...empirical import empirical
+from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian, generator, pair, samples
 
-__all__ = [
-    "CHAPTER",
-    "HOW_N_STAR_GROWS",
-    "QUESTIONS",
-    "SAMPLE_GRADIENT",
-    "THRESHOLD",
-    "sample_score_gradient",
-    "threshold_from_fit",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch06"
 
@@ -45,7 +38,8 @@ def sample_score_gradient(scores, x, y, heads):
 
 def _empirical_reference(scores: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heads: str) -> torch.Tensor:
     identity = torch.eye(scores.shape[-1], dtype=scores.dtype)  # codes = I makes the queries the scores
-    return _empirical_score_gradient(scores, identity, x, y, heads=heads)
+    model = ModelConfig(scores.shape[-1], heads, code_kind="onehot")  # one-hot codes: the identity
+    return empirical(model, scores, x, y, codes=identity).score_gradient
 
 
 def _empirical_case(description: str, n: int, d: int, heads: str, scale: float, *labels: object) -> Case:
@@ -112,7 +106,7 @@ SAMPLE_GRADIENT = AutoQuestion(
     outputs=("the score gradient",),
     mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
-    forbidden=("xorlib.empirical.empirical_score_gradient",),
+    forbidden=("xorlib.empirical.empirical",),
     autograd=False,
 )
 

@@ -9,15 +9,7 @@ import torch
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import gaussian, pair, samples
 
-__all__ = [
-    "CHAPTER",
-    "COMPARE_BUDGETS",
-    "HINGE_GRADIENTS",
-    "PARAMETER_COUNT",
-    "QUESTIONS",
-    "hinge_gradients",
-    "parameter_count",
-]
+__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
 
 CHAPTER = "ch07"
 

@@ -1,0 +1,172 @@
+"""Each formula of xorlib.theory against the computation it summarises (autograd-checked closed forms, brute force)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from _tolerance import assert_close
+
+from xorlib import theory
+from xorlib.certify import certify_scores
+from xorlib.codes import Codes
+from xorlib.model import ModelConfig
+from xorlib.population import population
+from xorlib.task import random_pair
+
+REMAINDER_CONSTANT = 100.0  # Lemma S2's constant, as chapter 3 states it
+
+
+def _exact_directions(codes: torch.Tensor, pair, queries: torch.Tensor) -> torch.Tensor:
+    model = ModelConfig(codes.shape[0], "split", m=codes.shape[1], code_kind="gaussian")  # codes given below
+    return -(population(model, queries, pair, codes=codes).score_gradient @ codes) @ codes.T
+
+
+@pytest.mark.parametrize("d", [8, 33, 128, 1000])
+def test_split_first_order_direction_and_its_remainder_bound(d: int) -> None:
+    """Lemma S2: |t_h - t_h^lin| <= 100 r^2 / d^2, checked over starts up to r = 1/4."""
+    codes = Codes(d, seed=d).dense()
+    pair = random_pair(d, seed=d)
+    worst_ratio = 0.0
+    for trial, sigma in enumerate((0.01, 0.05, 0.2, 0.5, 1.0)):
+        q = (
+            torch.randn(codes.shape[1], dtype=torch.float64, generator=torch.Generator().manual_seed(trial))
+            * sigma
+            / math.sqrt(codes.shape[1])
+        )
+        s = codes @ q
+        r = float((s - s.mean()).abs().max())
+        if r > 0.25:
+            continue
+        exact = _exact_directions(codes, pair, torch.stack([q, -q]))
+        linear = theory.split_direction_first_order(codes, pair, q)
+        worst_ratio = max(worst_ratio, float((exact - linear).abs().max()) * d**2 / r**2)
+    assert worst_ratio <= REMAINDER_CONSTANT == theory.REMAINDER_CONSTANT
+    assert worst_ratio > 0.01  # the remainder really is of second order: not vanishingly small next to r^2
+
+
+def test_first_order_gap_is_the_linear_form_of_the_split_vector() -> None:
+    d = 200
+    codes = Codes(d, seed=1).dense()
+    pair = (5, 150)
+    q = torch.randn(codes.shape[1], dtype=torch.float64) * 0.01
+    linear = theory.split_direction_first_order(codes, pair, q)
+    c = theory.first_order_split_vector(codes, pair)
+    # Both sides are O(d m) sums (P P^T applied to the scores) of terms of size d^2 |linear| and |q| |c|.
+    m = codes.shape[1]
+    scale = d**2 * float(linear.abs().max()) + float(q.abs() @ c.abs())
+    assert_close(d**2 * (linear[0, 5] - linear[0, 150]), q @ c, operations=2 * d * m, scale=scale)
+    assert_close(d**2 * (linear[1, 5] - linear[1, 150]), -(q @ c), operations=2 * d * m, scale=scale)
+
+
+def test_independent_start_split_probability_matches_the_first_order_formula() -> None:
+    """lim sigma->0 P(split) = arccos(r)/pi for independent starts; 1 for the antisymmetric one."""
+    d, draws = 64, 600
+    codes = Codes(d, seed=5).dense()
+    pair = random_pair(d, seed=5)
+    predicted = theory.split_probability_first_order(codes, pair, "independent")
+    splits = 0
+    for seed in range(draws):
+        q = ModelConfig(d, "split", start="independent", sigma=0.02, init_seed=seed).initial_queries()
+        top = _exact_directions(codes, pair, q).argmax(1).tolist()
+        splits += sorted(top) == list(pair)
+    standard_error = math.sqrt(predicted * (1 - predicted) / draws)
+    assert abs(splits / draws - predicted) < 4 * standard_error + 0.01
+    assert predicted < 0.99
+    assert theory.split_probability_first_order(codes, pair, "antisymmetric") == 1.0
+
+
+def test_rest_mass_targets_invert_the_worst_case_formulas() -> None:
+    for epsilon in (1e-12, 1e-6, 1e-2, 0.5):
+        rest = theory.tied_rest_target(epsilon)
+        assert theory.tied_worst_case(rest) == pytest.approx(epsilon, rel=1e-9)
+        e = theory.split_rest_target(epsilon)
+        assert 2 * (2 * e + 2 * e * e) ** 2 == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_split_rest_target_certifies_through_the_certificate() -> None:
+    """Two split heads, each with rest mass at the target, certify below epsilon."""
+    d, epsilon = 50, 1e-6
+    rest = theory.split_rest_target(epsilon)
+    scores = torch.full((2, d), math.log(rest / (d - 1)), dtype=torch.float64)
+    scores[0, 3] = scores[1, 9] = math.log(1 - rest)
+    assert float(certify_scores(ModelConfig(d), scores, (3, 9)).upper) <= epsilon * (1 + 1e-9)
+
+
+def test_tie_probability_bound_holds_on_draws() -> None:
+    d, m, draws = 16, 8, 400
+    ties = 0
+    for seed in range(draws):
+        codes = Codes(d, m, seed=seed)
+        p = codes.dense()
+        u, v = random_pair(d, seed=seed)
+        margins = p[u] @ (p[u] + p[v]) - p @ (p[u] + p[v])
+        margins[[u, v]] = float("inf")
+        ties += bool(margins.min() <= codes.margin_step / 2)  # margins lie on the lattice: 0 or >= margin_step
+    bound = theory.tie_probability_bound(d, m)
+    assert ties / draws <= bound + 3 * math.sqrt(bound / draws)
+
+
+def test_lattice_sharpness_certifies_every_separable_draw() -> None:
+    """Issue 10, item 4: kappa = ln((d-2)/(2E))/(4/m) covers every draw with a positive margin."""
+    epsilon = 1e-6
+    for d in (16, 64, 257):
+        codes = Codes(d, seed=d)
+        kappa = theory.tied_sharpness(d, codes.margin_step, epsilon)  # the lattice rule
+        p = codes.dense()
+        for seed in range(30):
+            u, v = random_pair(d, seed=seed + 1000)  # held-out draws: never used to choose anything
+            g = p @ (p[u] + p[v])
+            margin = float(g[u] - torch.cat([g[:u], g[u + 1 : v], g[v + 1 :]]).max())
+            if margin <= codes.margin_step / 2:  # a tie (margins lie on the lattice)
+                continue
+            scores = torch.stack([kappa * g, kappa * g])
+            assert float(certify_scores(ModelConfig(d, "tied"), scores, (u, v)).upper) <= epsilon
+
+
+def test_published_lattice_values() -> None:
+    """The issue quotes kappa = 42, 72, 108, 149, 195, 247, 326, 435 for d = 16 ... 10^6 (default m, even d)."""
+    ds = (16, 64, 256, 1024, 4096, 16384, 10**5, 10**6)
+    got = [round(theory.tied_sharpness(d, 4 / Codes(d).m, 1e-6)) for d in ds]
+    assert got == [42, 72, 108, 149, 195, 247, 326, 435]
+
+
+def test_sample_bound() -> None:
+    assert theory.split_sample_bound(100, 100 / 24, 1.0, 0.1) > 0
+    with pytest.raises(ValueError, match="gap must be"):
+        theory.split_sample_bound(100, 1.0, 0.0, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "name"),
+    [
+        (lambda: theory.tied_sharpness(10**400, 0.5, 1e-2), ValueError, "d"),
+        (lambda: theory.split_sample_bound(8, 2.0, 1e-300, 0.1), ValueError, "gap"),
+        (lambda: theory.tied_sharpness(10**12, 1e-300, 1e-2), ValueError, "margin"),
+        (lambda: theory.typical_rest_mass(10**13, 8, 1.0), ValueError, "d"),
+        (lambda: theory.rest_mass_bound(1000, 0.1, 1e300), ValueError, "kappa"),
+        (lambda: theory.tied_rest_target(1e-400), ValueError, "epsilon"),
+        (lambda: theory.tie_probability_bound(2**80, 8), ValueError, "d"),
+        (lambda: theory.split_rest_target(float("inf")), ValueError, "epsilon"),
+    ],
+)
+def test_finding_10_overflow_and_division_by_zero_are_refused_by_name(call, error, name) -> None:
+    """Issue 19, finding 10: OverflowError and ZeroDivisionError from huge or tiny arguments (12 cases)."""
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        call()
+
+
+def test_every_formula_is_finite_at_the_ends_of_its_ranges() -> None:
+    d = 10**12
+    values = [
+        theory.tied_sharpness(d, 1e-12, 1e-300),
+        theory.tied_sharpness(4, 4.0, 2.0),
+        theory.rest_mass_bound(d, -4.0, 1e12),
+        theory.typical_rest_mass(d, 4096, 1e12, -1.0),
+        theory.tie_probability_bound(d, 1),
+        theory.split_sample_bound(d, 1e15, 1e15, 1e-300, 1e3),
+        theory.tied_rest_target(1e-300),
+        theory.split_rest_target(2.0),
+    ]
+    assert all(math.isfinite(v) for v in values), values

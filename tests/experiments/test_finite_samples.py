@@ -1,0 +1,69 @@
+"""Chapter 6's claims: learning curves, the fits, Theorem F's bound, the two models compared, the window."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from xorlib.experiments import plan, run
+from xorlib.experiments._finite_samples import thresholds
+from xorlib.experiments._fits import bootstrap_exponent, logistic_threshold, power_law
+from xorlib.learners._one_step import StepConfig, learning_curve, take_step
+from xorlib.model import ModelConfig
+from xorlib.task import random_pair
+
+
+def test_learning_curve_equals_separate_steps() -> None:
+    model = ModelConfig(24, "split", code_seed=2, init_seed=2)
+    config = StepConfig(model, random_pair(24, seed=2), data_seed=2, epsilon=1e-2)
+    curve = learning_curve(config, (50, 300, 2000))
+    for result in curve:
+        alone = take_step(dataclasses.replace(config, n=result.config.n))
+        # the running sums are split at the snapshots: the same sums in another order (relative differences)
+        assert alone.kappa == pytest.approx(result.kappa, rel=1e-9)
+        assert float(alone.worst_case.upper) == pytest.approx(float(result.worst_case.upper), rel=1e-6, abs=1e-300)
+
+
+def test_fits_recover_known_values() -> None:
+    n = np.geomspace(10, 10_000, 13)
+    p = 1 / (1 + np.exp(-3 * (np.log(n) - np.log(300.0))))
+    assert logistic_threshold(n, p * 1000, np.full(13, 1000)) == pytest.approx(300.0, rel=0.02)
+    assert math.isnan(logistic_threshold(n, np.zeros(13), np.full(13, 5)))
+    assert power_law([2, 4, 8], [12, 48, 192]) == pytest.approx((2.0, 3.0))
+    rng = np.random.default_rng(0)
+    arrays = [
+        rng.random((3, 6, 13)) < p * 0 + 1 / (1 + np.exp(-3 * (np.log(n) - np.log(30.0 * d**2)))) for d in (4, 8, 16)
+    ]
+    point, low, high = bootstrap_exponent([4, 8, 16], [n] * 3, arrays, resamples=50)
+    assert low <= point <= high and 1.0 < point < 3.0
+
+
+@pytest.fixture(scope="module")
+def small():
+    grid = plan("finite_samples").split.__class__(ds=(16,), code_draws=2, trials=4)
+    return run("finite_samples", dataclasses.replace(plan("finite_samples"), split=grid, tied=grid, resamples=10))
+
+
+def test_split_needs_fewer_samples_than_tied(small) -> None:
+    assert thresholds(small.split.grids[0]) < thresholds(small.tied.grids[0])
+    assert [row.heads for row in small.rows] == ["split", "tied"] and small.split.draws == 8
+
+
+def test_theorem_f_bound_is_above_the_measured_samples(small) -> None:
+    grid = small.split.grids[0]
+    assert float(np.nanmedian(grid.sample_bounds())) > thresholds(grid)
+    assert small.rows[0].theorem_f > small.rows[0].n_star_worst_case
+
+
+def test_tied_window_and_split_no_upper_edge() -> None:
+    curves = run("step_sizes", dataclasses.replace(plan("step_sizes"), d=24, sample_sizes=(100_000,), draws=4))
+    tied = curves.median("tied, n = 100,000")
+    best = int(np.argmin(tied))
+    assert tied[-1] > 100 * tied[best]  # too large a step undoes the tied model
+    split = curves.median("split, n = 100,000")
+    after = split[int(np.argmax(np.asarray(split) < 1e-6)) :]
+    assert all(b <= a * (1 + 1e-9) + 1e-300 for a, b in itertools.pairwise(after))

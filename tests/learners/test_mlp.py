@@ -1,0 +1,104 @@
+"""The MLP baseline: hand-written gradients against autograd, the protocol, divergence, and bad inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _tolerance import assert_close, gamma
+
+from xorlib.learners._mlp import (
+    MLPConfig,
+    MLPParams,
+    hinge_gradients,
+    init_mlp,
+    min_margin,
+    mlp_forward,
+    mlp_snapshots,
+    train_mlp,
+)
+from xorlib.learners._training import DivergenceError
+from xorlib.task import all_inputs, sample_xor
+
+
+def _autograd_reference(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The same networks written as plain torch code, differentiated by autograd."""
+    leaves = [p.clone().requires_grad_(True) for p in params]
+    first, first_bias, second, second_bias = leaves
+    hidden = torch.relu(torch.einsum("mwd,mnd->mnw", first, x) + first_bias.unsqueeze(1))
+    f = torch.einsum("mnw,mw->mn", hidden, second) + second_bias.unsqueeze(1)
+    loss = torch.clamp(1 - y * f, min=0).mean(-1)
+    return list(torch.autograd.grad(loss.sum(), leaves)), loss.detach()
+
+
+def test_hand_written_gradients_match_autograd() -> None:
+    params = init_mlp(9, 7, models=3, seed=2, dtype=torch.float64)
+    x, y = sample_xor(64, 9, (1, 4), seed=0)
+    x, y = x.expand(3, -1, -1), y.expand(3, -1)
+    ours, loss = hinge_gradients(params, x, y)
+    reference, reference_loss = _autograd_reference(params, x, y)
+    assert torch.allclose(loss, reference_loss)
+    for a, b in zip(ours, reference, strict=True):
+        # means over 64 samples of terms at most 1 in size (|g_f| <= 1/B, |a|, |w|, |x| <= 1), through W + d sums
+        assert_close(a, b, operations=64 + 7 + 9, scale=1.0)
+    assert float(loss.min()) > 0  # the hinge is active, so the gradients are not trivially zero
+    assert all(float(g.abs().max()) > 0 for g in ours)
+
+
+def test_parameter_count_shapes_and_default_initialisation() -> None:
+    config = MLPConfig(10, width=7)
+    params = init_mlp(10, 7, models=2, seed=0)
+    assert sum(p[0].numel() for p in params) == config.parameters == 7 * 12 + 1
+    assert mlp_forward(params, torch.ones(5, 10)).shape == (2, 5)
+    wide = init_mlp(25, 400, seed=1)
+    assert 0.19 < float(wide.first.abs().max()) <= 1 / 5  # uniform on +-1/sqrt(fan-in)
+    assert float(wide.second.abs().max()) <= 1 / 20
+
+
+def test_network_k_does_not_depend_on_the_ensemble_size() -> None:
+    small, large = init_mlp(6, 4, models=2, seed=10), init_mlp(6, 4, models=3, seed=10)
+    for a, b in zip(small, large, strict=True):
+        assert torch.equal(a, b[:2])
+    # the same holds for the training run: network 0 alone, or beside another network
+    alone = train_mlp(MLPConfig(8, lr=1.0, max_steps=400), [(1, 5)], seed=3)
+    beside = train_mlp(MLPConfig(8, lr=1.0, max_steps=400), [(1, 5), (0, 2)], seed=3)
+    assert alone.steps_to_success[0] == beside.steps_to_success[0] is not None
+
+
+def test_barak_protocol_succeeds_at_small_d_and_success_means_every_input() -> None:
+    # at d = 8 the 8192 fresh test samples cover all 256 inputs (except with probability ~ e^-32)
+    run = train_mlp(MLPConfig(8, width=32, lr=0.1, max_steps=3000), [(1, 5), (2, 6), (0, 7)], seed=0)
+    assert run.success_fraction == 1.0 and max(run.steps_to_success) <= 1500
+    assert run.samples_to_success == tuple(32 * s for s in run.steps_to_success)
+    assert bool((min_margin(run.params, run.pairs) > 0).all())
+
+
+def test_min_margin_is_the_smallest_margin_over_all_inputs() -> None:
+    params = init_mlp(8, 16, models=2, seed=4)
+    pairs = [(0, 3), (2, 7)]
+    x = all_inputs(8, dtype=torch.float32)
+    f = mlp_forward(params, x)
+    direct = torch.stack([(-x[:, i] * x[:, j] * f[k]).min() for k, (i, j) in enumerate(pairs)])
+    assert torch.allclose(min_margin(params, pairs), direct)
+    # a sample's min is >= the true min, up to the float32 rounding of outputs of size <= W = 16 (sums of W + d terms)
+    slack = 2 * gamma(16 + 8, torch.float32) * 16
+    assert bool((min_margin(params, pairs, samples=4096, seed=1) >= direct - slack).all())
+
+
+def test_snapshots_follow_the_same_run_as_train_mlp() -> None:
+    config = MLPConfig(8, lr=0.01, max_steps=50)  # too slow to succeed (and be frozen) within 50 steps
+    run = train_mlp(config, [(1, 5)], seed=7)
+    assert run.steps_to_success == (None,)
+    snaps = mlp_snapshots(config, [(1, 5)], (10, 50), seed=7)
+    assert snaps.steps == (10, 50)
+    for a, b in zip(snaps.params[-1], run.params, strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(snaps.params[0].first, snaps.params[1].first)
+
+
+def test_divergence_raises_instead_of_reporting_accuracy_zero() -> None:
+    with pytest.raises(DivergenceError, match="diverged at step"):
+        train_mlp(MLPConfig(8, lr=1e4, max_steps=200), [(1, 5)])
+    huge = init_mlp(8, 4)
+    huge.first.mul_(3e38)  # finite, but the outputs overflow
+    with pytest.raises(DivergenceError, match="NaN or infinite"):
+        min_margin(huge, [(1, 5)])

@@ -1,0 +1,405 @@
+r"""One gradient step, for either model: the reader-facing :func:`xorlib.one_step`.
+
+The learner starts from the model's start (:class:`xorlib.model.ModelConfig`),
+computes the gradient of the loss (the population gradient in closed form, or
+the gradient on ``n`` samples), and takes one step
+:math:`q^+ = q - \eta\nabla_q L`. Writing :math:`\kappa = c_1\eta/d^2` (the
+*sharpness*) and :math:`\delta = -\tfrac{d^2}{c_1}\nabla_q L`, the scores move to
+:math:`s^+ = s + \kappa\, t` with the direction scores :math:`t = P\delta`.
+
+Step-size rules, none of which knows the hidden pair:
+
+* ``"certified"`` (both models): the learner reads its own direction. The split
+  model takes each head's largest entry of :math:`t_h` as its target and the step
+  :func:`xorlib.theory.split_step_from_gaps`, which certifies :math:`\varepsilon`
+  whenever those targets are the hidden bits. The tied model takes the two
+  largest entries as its pair and scans step sizes for the smallest whose
+  certificate, computed *for that believed pair*, is below :math:`\varepsilon`
+  (else the one that minimises it);
+* ``"lattice"`` (tied model): :func:`xorlib.theory.tied_sharpness` at the codes'
+  lattice step, from :math:`d`, the lattice step and :math:`\varepsilon` only;
+* a number: that sharpness :math:`\kappa`.
+
+The population step streams over the positions (:mod:`xorlib._stream`): memory
+:math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
+seed in every pass (or kept, packed, when they fit in 256 MB) and never unpacked to floats. The reported worst case is
+:func:`xorlib.certify.certify_scores`'s certificate for the true pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import torch
+
+from .._certificate import WorstCase, certificate
+from .._checks import check_pair, check_size
+from .._contract import MAX_D, MAX_SAMPLE_ENTRIES, Between, Device, Heads, Pair, Seed, config, public
+from .._moments import OffPair, deviation_loss
+from .._packed import BlockView
+from .._runtime import threads
+from .._samples import chunk_rows, score_gradients
+from .._stream import (
+    HeadStats,
+    after_step,
+    code_views,
+    head_stats,
+    pair_deviations,
+    population_gradient,
+    population_loss,
+    scores,
+    top_scores,
+)
+from ..model import ModelConfig
+from ..task import random_pair
+from ..theory import split_step_from_gaps, tied_rest_target, tied_sharpness
+
+#: Weights of both heads are kept in the result up to this many positions.
+KEEP_WEIGHTS = 2**20
+#: The tied model's certified rule scans this many step sizes up to this many positions (beyond: the margin form).
+SCAN_POINTS, SCAN_UP_TO = 121, 2**18
+#: The largest score magnitude after a step that float64 certifies: each log-weight is then known to within
+#: ``16 eps (|s| + ln d + 1) < 1/2`` (each weight within a factor 1.65); beyond, the certificate's rounding
+#: allowance grows without bound and its arithmetic overflows (a bound of 10^42, then NaN).
+MAX_CERTIFIED_SCORE = 2.0**47
+#: A step: a rule that chooses it, or a sharpness kappa.
+Step = Literal["certified", "lattice"] | Annotated[float, Between(0.0, 1e12, open_low=True)]
+
+
+@config
+class StepConfig:
+    r"""One step of one model on one task.
+
+    Parameters
+    ----------
+    model
+        The model (:class:`xorlib.model.ModelConfig`, softmax attention).
+    pair
+        The hidden pair.
+    n
+        Number of samples for the gradient; ``None`` for the population gradient.
+    data_seed
+        Seed of the samples.
+    step
+        ``"certified"``, ``"lattice"`` (tied model only) or a sharpness :math:`\kappa > 0`.
+    epsilon
+        The target worst-case loss of the step rules, in ``(0, 2]``.
+    device
+        Where to compute.
+    """
+
+    model: ModelConfig
+    pair: Pair
+    n: Annotated[int | None, Between(1, MAX_SAMPLE_ENTRIES)] = None
+    data_seed: Seed = 0
+    step: Step = "certified"
+    epsilon: Annotated[float, Between(0.0, 2.0, open_low=True)] = 1e-6
+    device: Device = "cpu"
+
+    def __post_init__(self) -> None:
+        model = self.model
+        if model.attention != "softmax":
+            raise ValueError(f"model.attention must be 'softmax' for one step, got {model.attention!r}")
+        object.__setattr__(self, "pair", check_pair("pair", self.pair, model.d))
+        if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
+            if self.n * model.d > MAX_SAMPLE_ENTRIES:
+                raise ValueError(
+                    f"n * d must be at most {MAX_SAMPLE_ENTRIES:,} sample entries, got n * d = {self.n * model.d:,}: "
+                    f"at d = {model.d:,} take n <= {MAX_SAMPLE_ENTRIES // model.d:,}"
+                )
+            check_size(f"the dense codes (d={model.d}, m={model.m})", model.d * model.m, 8)
+            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * model.d, 9)
+        if self.step == "lattice" and not model.tied:
+            raise ValueError(
+                "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
+            )
+        if self.step == "lattice" and not math.isfinite(model.codes.margin_step):
+            raise ValueError(
+                f"step='lattice' needs sign codes (balanced or iid): code_kind={model.code_kind!r} has no lattice step"
+            )
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step did: the step, the attention of both heads, and the certified worst case over all inputs."""
+
+    config: StepConfig
+    rule: str  # the rule that chose the step: "certified", "lattice", "fixed" or the certified rule's fallback
+    direction_top: tuple[
+        tuple[float, ...], ...
+    ]  # the three largest entries of each head's direction t (certified rule)
+    kappa: float
+    lr: float
+    queries_before: torch.Tensor
+    queries_after: torch.Tensor
+    pair_weights: torch.Tensor  # (2 heads, 2 positions): attention on (u, v) after the step
+    rest_mass: torch.Tensor  # (2,): attention off the pair after the step
+    found: tuple[int, int]  # the position each head attends to most
+    worst_case: WorstCase
+    mean_loss_before: float
+    mean_loss_after: float
+    weights_before: torch.Tensor | None = None  # (2, d), kept for d <= KEEP_WEIGHTS
+    weights_after: torch.Tensor | None = None
+
+    @property
+    def pair(self) -> tuple[int, int]:
+        """The hidden pair."""
+        return self.config.pair
+
+    @property
+    def parameters(self) -> int:
+        """Trainable parameters, ``2m``."""
+        return self.config.model.parameters
+
+    @property
+    def success(self) -> bool:
+        """Whether the certified worst-case loss is at most the target ``epsilon``."""
+        return float(self.worst_case.upper) <= self.config.epsilon
+
+    @property
+    def direction_gaps(self) -> tuple[float, float]:
+        """Per head, the largest minus the second largest entry of its direction :math:`t` (``nan`` unless the certified rule ran)."""
+        if not self.direction_top:
+            return (math.nan, math.nan)
+        return tuple(row[0] - row[1] for row in self.direction_top)  # type: ignore[return-value]
+
+    @property
+    def split(self) -> bool:
+        """Whether the two heads attend most to the two different hidden bits."""
+        return tuple(sorted(self.found)) == self.pair
+
+
+@public(options=(ModelConfig, StepConfig), set_here=("attention", "code_seed", "init_seed", "model", "data_seed"))
+def one_step(
+    d: Annotated[int, Between(4, MAX_D)], heads: Heads = "split", *, seed: Seed = 0, pair: Pair | None = None, **options
+) -> StepResult:
+    r"""One gradient step of the tied or the split model on a sparse XOR task: the book's one-line entry point.
+
+    A thin face over the two configs: ``seed`` draws the codes, the hidden pair (unless ``pair`` is
+    given), the start and the samples, each from its own stream, and every other option is a field of
+    :class:`xorlib.model.ModelConfig` (``m``, ``sigma``, ``start``, ``code_kind``) or of the step's config
+    (``n``: samples, ``None`` for the population gradient; ``step``: ``"certified"``, ``"lattice"`` (tied
+    model) or a sharpness :math:`\kappa \in (0, 10^{12}]`; ``epsilon``: the rules' target worst case in
+    :math:`(0, 2]`; ``device``). Single-threaded: on the CPU, bit-identical for any thread setting.
+
+    Returns
+    -------
+    StepResult
+        The step (``kappa``, ``lr``, ``rule``), both heads' queries and attention before and after
+        (``weights_after`` up to :math:`d = 2^{20}`), the weight on the pair and off it, the position each
+        head attends to most (``found``; ``split`` when they are the two hidden bits), the mean loss before
+        and after, and ``worst_case``, the certified bracket on the loss over all :math:`2^d` inputs
+        (``success``: its upper bound is at most ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        For a bad option, or a step too large for float64 to certify (the message gives the steps that can be).
+
+    Examples
+    --------
+    >>> result = one_step(1000, heads="split", seed=0)
+    >>> result.split, result.success
+    (True, True)
+    """
+    model_options = {name: value for name, value in options.items() if name in _MODEL_OPTIONS}
+    model = ModelConfig(d, heads, code_seed=seed, init_seed=seed, **model_options)
+    step_options = {name: value for name, value in options.items() if name not in _MODEL_OPTIONS}
+    pair = random_pair(d, seed=seed) if pair is None else pair
+    return take_step(StepConfig(model, pair, data_seed=seed, **step_options))
+
+
+_MODEL_OPTIONS = frozenset(field.name for field in dataclasses.fields(ModelConfig))
+
+
+def take_step(config: StepConfig) -> StepResult:
+    """Take the step described by ``config`` (see the module docstring), single-threaded."""
+    with threads(1):
+        return _run(config)
+
+
+@dataclass(frozen=True)
+class _Gradient:
+    """The learner's state after computing its gradient: the passes over the codes, the start, the direction."""
+
+    views: object  # () -> iterable of block views
+    queries: torch.Tensor  # (2, m) at the start
+    direction: torch.Tensor  # (2, m): the step is q + kappa * direction
+    stats: HeadStats
+    at_pair: torch.Tensor  # (2 positions, m): the codes of the hidden pair
+
+
+def _gradient(config: StepConfig) -> _Gradient:
+    """The start and the (population or empirical) gradient direction of ``config``."""
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    codes = model.codes
+    q = model.initial_queries().to(device)
+    at_pair = codes.rows(list(pair)).to(device)
+    if config.n is None:
+        views = code_views(codes, device)
+        stats = head_stats(views, q, pair, q @ at_pair.T)
+        grad = population_gradient(views, q, pair, stats, c0, c1)
+        return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
+    return _empirical_gradients(config, [config.n])[0]
+
+
+def _empirical_gradients(config: StepConfig, sample_sizes: list[int]) -> list[_Gradient]:
+    """The learner's state for the first ``n`` samples of the stream, for every ``n`` of ``sample_sizes`` (one pass)."""
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    codes = model.codes
+    q = model.initial_queries().to(device)
+    at_pair = codes.rows(list(pair)).to(device)
+    dense = codes.dense(device=device)
+    dense_view = BlockView(0, d, model.m, model.m, 1.0, rows=dense)
+
+    def views():
+        return [dense_view]
+
+    stats = head_stats(views, q, pair, q @ at_pair.T)
+    score_grads = score_gradients(q @ dense.T, pair, (c0, c1), model.normaliser, sample_sizes, config.data_seed)
+    return [_Gradient(views, q, -(d**2 / c1) * (g @ dense), stats, at_pair) for g in score_grads]
+
+
+def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
+    """The step of ``config`` from its gradient (``state``, computed here unless given)."""
+    model, pair, device = config.model, config.pair, torch.device(config.device)
+    d, c0, c1 = model.d, *model.readout
+    state = _gradient(config) if state is None else state
+    views, q, direction, stats, at_pair = state.views, state.queries, state.direction, state.stats, state.at_pair
+    kappa, top = _choose_sharpness(config, views, q, direction, stats, at_pair)
+    rule = config.step if isinstance(config.step, str) else "fixed"
+    if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
+        kappa, rule = _lattice_fallback(config), "certified (no gap: lattice step)"
+    keep = d <= KEEP_WEIGHTS
+    after = after_step(
+        views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
+        direction @ at_pair.T, d, off_pair=True, keep_scores=keep,
+    )  # fmt: skip
+    _refuse_uncertifiable(config, kappa, after.log_error[0], d)
+    q_after = q + kappa * direction
+    tied = bool(torch.equal(q_after[0], q_after[1]))
+    worst = certificate(
+        after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], after.log_error[0], torch.tensor(tied), model
+    )
+    off_pair = OffPair(*(value[0] for value in dataclasses.astuple(after.off_pair)))
+    parts = pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.tied)
+    mean_after = deviation_loss(parts, off_pair, c1)
+    return StepResult(
+        config=config,
+        rule=rule,
+        direction_top=() if top is None else tuple(tuple(float(v) for v in row) for row in top),
+        kappa=kappa,
+        lr=kappa * d**2 / c1,
+        queries_before=q,
+        queries_after=q_after,
+        pair_weights=torch.stack([after.log_weight_u[0], after.log_weight_v[0]], dim=-1).exp(),
+        rest_mass=after.log_rest[0].exp(),
+        found=tuple(int(i) for i in after.top_index[0, :, 0]),
+        worst_case=worst,
+        mean_loss_before=float(population_loss(stats, c0, c1)),
+        mean_loss_after=float(mean_after),
+        weights_before=torch.softmax(scores(views, q), -1) if keep else None,
+        weights_after=torch.softmax(after.scores, -1) if keep else None,
+    )
+
+
+def _lattice_fallback(config: StepConfig) -> float:
+    """The lattice step of the tied rule, for a certified rule that found no gap; refused for codes without a lattice."""
+    model = config.model
+    margin_step = model.codes.margin_step
+    if not math.isfinite(margin_step):
+        raise ValueError(
+            f"the certified rule found no gap between the two largest entries of a head's direction (code_kind = "
+            f"{model.code_kind!r}, m = {model.m}), and {model.code_kind} codes have no lattice step to fall back on: "
+            "use balanced or iid codes, a larger m, or a fixed sharpness (step=kappa)"
+        )
+    return tied_sharpness(model.d, margin_step, config.epsilon)
+
+
+def _refuse_uncertifiable(config: StepConfig, kappa: float, log_error: torch.Tensor, d: int) -> None:
+    """Refuse a step whose scores float64 cannot certify (the rounding allowance would swamp the certificate)."""
+    biggest = float(log_error.max()) / (16 * torch.finfo(torch.float64).eps) - math.log(d) - 1
+    if not math.isfinite(biggest) or biggest > MAX_CERTIFIED_SCORE:
+        largest = kappa * MAX_CERTIFIED_SCORE / biggest if math.isfinite(biggest) and biggest > 0 else 0.0
+        how = "the certified rule chose" if isinstance(config.step, str) else "step ="
+        raise ValueError(
+            f"{how} kappa = {kappa:.3g}, which moves the scores to {biggest:.3g} in magnitude, beyond the "
+            f"{MAX_CERTIFIED_SCORE:.3g} that float64 certifies: steps up to about kappa = {largest:.3g} can be "
+            f"certified here; lower sigma (now {config.model.sigma:g}) or pass step=kappa with kappa <= "
+            f"{min(largest, 1e12):.3g}"
+        )
+
+
+def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
+    """The sharpness of the configured rule (``inf`` if the certified rule finds no gap), and the direction's top entries."""
+    model, d, epsilon = config.model, config.model.d, config.epsilon
+    if not isinstance(config.step, str):
+        return float(config.step), None
+    if config.step == "lattice":
+        return tied_sharpness(d, model.codes.margin_step, epsilon), None
+    values, index = top_scores(views, direction, 3)
+    if not model.tied:
+        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon), values
+    # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
+    believed = tuple(sorted(int(i) for i in index[0, :2]))
+    gap = float(values[0, 1] - values[0, 2])
+    if gap <= 0:
+        return math.inf, values
+    guess = math.log((d - 2) / (2 * tied_rest_target(epsilon))) / gap
+    if d > SCAN_UP_TO:
+        return guess, values
+    kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
+    rows = model.codes.rows(list(believed)).to(q.device)
+    after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
+    tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
+    own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
+    meets = torch.nonzero(own <= epsilon)
+    return float(kappas[meets[0, 0]] if meets.numel() else kappas[torch.argmin(own)]), values
+
+
+@dataclass(frozen=True)
+class WorstCaseCurve:
+    r"""The certified worst case after one step of each sharpness :math:`\kappa` (one gradient, many step sizes)."""
+
+    kappas: torch.Tensor  # (K,)
+    worst_case: WorstCase  # fields of shape (K,)
+    found: torch.Tensor  # (K, 2): the position each head attends to most
+    pair: tuple[int, int]
+
+    @property
+    def split(self) -> torch.Tensor:
+        """Whether the heads attend most to the two different hidden bits, per step size."""
+        return torch.tensor([tuple(sorted(row.tolist())) == self.pair for row in self.found])
+
+
+def worst_case_curve(config: StepConfig, kappas: tuple[float, ...]) -> WorstCaseCurve:
+    """The certified worst case for every sharpness in ``kappas``, from one gradient: one pass over the positions."""
+    kappas = torch.tensor(kappas, dtype=torch.float64)
+    with threads(1):
+        state = _gradient(config)
+        pair, model = config.pair, config.model
+        scores_at_pair = state.queries @ state.at_pair.T
+        after = after_step(
+            state.views, state.queries, state.direction, kappas.to(state.queries.device), pair, scores_at_pair,
+            state.direction @ state.at_pair.T, model.d,
+        )  # fmt: skip
+        tied = torch.tensor(bool(torch.equal(state.direction[0], state.direction[1])) and model.start == "zero")
+        worst = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model)
+    return WorstCaseCurve(kappas=kappas, worst_case=worst, found=after.top_index[..., 0], pair=pair)
+
+
+def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[StepResult, ...]:
+    """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes`` (increasing), in one pass.
+
+    ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
+    each result equals :func:`take_step` with that ``n`` up to rounding (the sums are split at the snapshots).
+    """
+    sizes = list(sample_sizes)
+    with threads(1):
+        states = _empirical_gradients(config, sizes)
+        return tuple(_run(dataclasses.replace(config, n=n), state) for n, state in zip(sizes, states, strict=True))
