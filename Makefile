@@ -1,21 +1,25 @@
 # The two commands of the README:
 #   make book   build the whole executed book into _build/html (creates .venv first)
 #   make test   lint, unit tests, the executed book (warnings are errors), its PDF, and checks on the built book
-# Everything runs inside .venv, created here from the pinned requirements.txt.
+# Everything runs inside .venv, created here from the pinned requirements.txt (--no-compile: Python compiles only the
+# modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less).
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
+# jupyter-book build, reading (so executing) BOOK_JOBS chapters at once (tools/jb_build.py: JB 1 has no -j).
+BOOK_JOBS ?= 2
+JB_BUILD := XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
 
 .PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
 	$(BIN)/python binder/lab_setup.py >/dev/null  # the kernel named as the chapters name it, before any build
 	touch $(STAMP)
 
@@ -26,7 +30,7 @@ LARGE_D ?= 1
 
 # --all: every chapter is read, so executed, again (a change in xorlib changes no chapter file).
 book: env
-	XORLIB_BOOK_LARGE_D=$(LARGE_D) $(JB) build . --all --warningiserror --keep-going
+	XORLIB_BOOK_LARGE_D=$(LARGE_D) $(JB_BUILD) . --all --warningiserror --keep-going
 
 # The whole book as one PDF, _build/html/book.pdf (linked from the front page): Jupyter Book's single-page build,
 # which replays the executed notebooks of the HTML build (nothing runs again), printed by Debian's Chromium
@@ -104,7 +108,7 @@ student: env
 	$(BIN)/python -m xorlib.coursework student $(wildcard chapters/*.md) --out student
 
 book-student: env
-	XORLIB_STUDENT_EDITION=1 XORLIB_BOOK_LARGE_D=0 $(JB) build . --path-output _build/student-edition --warningiserror --keep-going
+	XORLIB_STUDENT_EDITION=1 XORLIB_BOOK_LARGE_D=0 $(JB_BUILD) . --path-output _build/student-edition --warningiserror --keep-going
 
 grade: env
 	@test -n "$(NB)" || { echo "usage: make grade NB=<notebook> SEED=<private seed> (or SEED_FILE=..., PRACTICE=1)"; exit 2; }

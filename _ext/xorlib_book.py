@@ -366,12 +366,35 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Extensions of the build that do not declare whether they are safe for parallel reading, checked to be so.
+#: ``sphinx_multitoc_numbering`` (Jupyter Book adds it to number chapters across parts) only replaces how the table
+#: of contents assigns section numbers, which Sphinx does in the main process after every chapter has been read;
+#: ``sphinx-mathjax-offline`` only points MathJax at its bundled copy and copies it at the end of the build;
+#: ``sphinx_jupyterbook_latex`` only adds per-document transforms (no state shared between documents).
+PARALLEL_SAFE_UNDECLARED = ("sphinx_multitoc_numbering", "sphinx-mathjax-offline", "sphinx_jupyterbook_latex")
+
+
+def declare_parallel_safe(app: Sphinx) -> None:
+    """Let Sphinx read (and so execute) chapters in parallel (``tools/jb_build.py``, ``-j``): without a declaration
+    Sphinx assumes an extension is unsafe and reads serially."""
+    for name in PARALLEL_SAFE_UNDECLARED:
+        extension = app.extensions.get(name)
+        if extension is not None and extension.parallel_read_safe is None:
+            extension.parallel_read_safe = True
+    # sphinx-proof declares itself parallel-safe but its domain has no merge_domaindata: its data is the empty
+    # default (the statements live in env.proof_list, which sphinx-proof merges on env-merge-info itself).
+    domain = app.registry.domains.get("prf")
+    if domain is not None and "merge_domaindata" not in vars(domain):
+        domain.merge_domaindata = lambda self, docnames, otherdata: None
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))  # xorlib_export, xorlib_eval
     app.connect("config-inited", install_font_probe)
     app.connect("builder-inited", html_handlers_for_singlehtml)
+    app.connect("builder-inited", declare_parallel_safe)
     app.connect("build-finished", build_wheel)
     app.connect("doctree-read", unfold_folded_proofs, priority=400)  # before the table of contents is collected
     app.connect("doctree-read", drop_empty_exercise_headings, priority=400)

@@ -9,6 +9,11 @@
   site's wheel;
 * the single-page build replays the executed notebooks (nothing runs twice) and refuses stale ones; printed, it
   is a PDF with every page, proofs unfolded and nothing past the margin.
+
+The last two run in ``make notebooks`` (marker ``notebooks``), not in ``make test``: there the real book proves the
+same mechanisms (``test_downloads.py`` runs chapter 1's download in a fresh environment from the served site;
+``make pdf`` replays the executed notebooks and ``test_pdf.py`` reads the printed pages), and the fixture's copies
+would cost about two minutes of the suite's CPU time.
 """
 
 from __future__ import annotations
@@ -145,6 +150,7 @@ def test_the_export_converts_every_construct_the_chapters_use() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebooks
 def test_a_downloaded_chapter_runs_in_a_fresh_environment_from_the_served_site(
     fixture_book: Path, serve: object, tmp_path: Path
 ) -> None:
@@ -167,6 +173,7 @@ def test_a_downloaded_chapter_runs_in_a_fresh_environment_from_the_served_site(
 
 
 @pytest.mark.slow
+@pytest.mark.notebooks
 def test_the_single_page_build_replays_the_executed_notebooks_and_prints(fixture_book: Path, tmp_path: Path) -> None:
     import _pdf_checks
 
