@@ -355,7 +355,18 @@ RUN_ALL = """
     if (!busy() && pending.length === 0) break;
     if (Date.now() - start > limit) return {finished: false, pending: pending.length};
   }
-  await new Promise(r => setTimeout(r, 1500));  // the markdown cells' inline expressions, evaluated after the code
+  // The markdown cells' inline expressions are evaluated after the code, one request each: wait (on a loaded
+  // machine this takes seconds) until every markdown cell with an {eval} role holds its evaluated expressions.
+  const evaluated = () => panel.content.widgets.filter(c => c.model.type === 'markdown'
+    && c.model.sharedModel.getSource().includes('{eval}')).every(c => {
+      const values = c.model.getMetadata('user_expressions');
+      return Array.isArray(values) && values.length > 0;
+    });
+  const evalStart = Date.now();
+  while (!(evaluated() && !busy()) && Date.now() - evalStart < 60000) {
+    await new Promise(r => setTimeout(r, 250));
+  }
+  await new Promise(r => setTimeout(r, 500));  // the rendered markdown follows its metadata
   await app.commands.execute('docmanager:save');
   return {finished: true, pending: 0};
 })
