@@ -11,7 +11,7 @@ and the two ways they are enforced where input enters:
 * :func:`config`, a decorator that makes a frozen dataclass whose ``__post_init__`` first checks every
   annotated field the same way, then runs the class's own ``__post_init__`` (relations between fields).
 
-The tests read the same annotations (``tests/_contract.py``) to fuzz every public callable: the test
+The tests read the same annotations (``tests/core/_derived_contract.py``) to fuzz every public callable: the test
 contract is derived from the signatures, never kept beside them. *What it is not:* a type checker; a
 check raises :class:`TypeError` for a value of the wrong kind and :class:`ValueError` for one outside its
 range, naming the argument as the caller spelled it and the allowed range (:mod:`xorlib._checks`).
@@ -81,6 +81,31 @@ class Between:
     low: float | None = None
     high: float | None = None
     open_low: bool = False
+
+    def __repr__(self) -> str:
+        # The API pages print this for every parameter's range: numbers as a reader writes them (10⁻¹², not 1e-12).
+        bounds = ", ".join(_readable(bound) for bound in (self.low, self.high))
+        return f"Between({bounds}{', open_low=True' if self.open_low else ''})"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _readable(number: float | None) -> str:
+    """``1e-12`` as ``10⁻¹²``, ``10**12`` as ``10¹²``, ``2.5e-05`` as ``2.5 × 10⁻⁵``; anything else as ``repr``."""
+    if isinstance(number, int) and not isinstance(number, bool):
+        digits = str(abs(number))
+        if abs(number) < 10**5 or digits.rstrip("0") != "1":
+            return repr(number)
+        return ("-" if number < 0 else "") + "10" + str(len(digits) - 1).translate(_SUPERSCRIPT)
+    if not isinstance(number, float):
+        return repr(number)
+    mantissa, _, exponent = repr(number).partition("e")
+    if not exponent:
+        return repr(number)
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    sign, digits = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+    return sign + (power if digits in ("1", "1.0") else f"{digits} × {power}")
 
 
 @dataclass(frozen=True)

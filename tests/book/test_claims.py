@@ -15,6 +15,10 @@ def test_every_claim_points_at_a_real_label_and_test() -> None:
         assert claim.status in STATUSES
         chapter = (ROOT / "chapters" / f"{claim.chapter}.md").read_text()
         assert re.search(rf"(:label: {re.escape(claim.label)}\b|\({re.escape(claim.label)}\)=)", chapter), claim
+        # The title the table shows is the statement's (``{prf:lemma} Ties are rare`` then its label) or the section's.
+        statement = rf"\{{prf:\w+\}} {re.escape(claim.title)}\n(?:.*\n){{0,3}}?:label: {re.escape(claim.label)}\n"
+        section = rf"\({re.escape(claim.label)}\)=\n#+ {re.escape(claim.title)}\n"
+        assert re.search(statement, chapter) or re.search(section, chapter), (claim.label, claim.title)
         path, _, name = claim.test.partition("::")
         source = (ROOT / path).read_text()
         if name:
@@ -24,3 +28,5 @@ def test_every_claim_points_at_a_real_label_and_test() -> None:
 def test_the_table_renders_every_claim() -> None:
     html = str(claims_table())  # xorlib.report.html_table's HTML
     assert html.count("<tr>") == len(CLAIMS) + 1
+    assert "ch. 2, lemma “Ties are rare”" in html  # where: the chapter and the statement's title, never a label slug
+    assert not re.search(r"\d\^\d", html)  # powers of ten as superscripts (10⁶), never 10^6

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from .._checks import check_float, check_instance, check_int, check_pair, check_sequence, check_tensor
 from .._contract import public
+from .style import subplots
 
 #: Okabe–Ito colours (colour-blind safe): head 1, head 2, the hidden positions.
 HEAD_COLOURS = ("#0072B2", "#D55E00")
@@ -105,7 +106,9 @@ def plot_attention_maps(
     if window is not None:
         window = check_int("window", window, minimum=0, maximum=10_000)
         rows = [(row[0], *_window(row[1], check_pair("pair", row[2], row[1].shape[-1]), window)) for row in rows]
-    fig = fig or plt.figure(figsize=(6.8, 1.15 * len(rows) + 0.6), layout="constrained")
+    if fig is None:
+        fig, _ = subplots(1, height=1.15 * len(rows) + 0.6)  # the book's width and text sizes
+        fig.clear()
     axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
     image = None
     for ax, (label, weights, pair, *ticks) in zip(axes, rows, strict=True):
@@ -114,7 +117,7 @@ def plot_attention_maps(
         ax.set_yticks([0, 1], ["head 1", "head 2"])
         names = ticks[0] if ticks else [str(k) for k in sorted(pair)]
         ax.set_xticks(sorted(pair), names)
-        ax.set_xlabel("position (ticks: the hidden pair)", fontsize=9)
+        ax.set_xlabel("position (ticks: the hidden pair)")
         for k in pair:
             ax.axvline(k, color="white", lw=0.6, ls=":")
         ax.set_title(label, loc="left")

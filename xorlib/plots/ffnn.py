@@ -50,7 +50,7 @@ def plot_lr_grid(result: LrGridResult) -> Figure:
         ax.plot(lrs[~done], np.full((~done).sum(), budget), ls="none", marker="o", mfc="white", color=colour)
     ax.axhline(budget, color=PALETTE["black"], lw=0.8, ls=":")
     ax.annotate(f"budget ({result.max_steps:,} steps)", (0.02, budget), xycoords=("axes fraction", "data"),
-                xytext=(0, 4), textcoords="offset points", fontsize=9)  # fmt: skip
+                xytext=(0, 6), textcoords="offset points")  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel=r"learning rate $\eta$", ylabel="median fresh samples to success")
     ax.set_ylim(top=budget * 3)
     ax.legend(loc="lower left")
@@ -73,7 +73,7 @@ def plot_same_criterion(result: SameCriterionResult, ds: Sequence[int] | None = 
         raise TypeError(f"result must be a SameCriterionResult, got {type(result).__name__}")
     present = sorted({row.d for row in result.rows})
     ds = present if ds is None else check_members("ds", ds, present)
-    fig, axes = subplots(len(ds), sharey=True)
+    fig, axes = subplots(len(ds), per_row=1, sharey=True)  # stacked: legible on a phone
     axes = np.atleast_1d(axes)
     for ax, d in zip(axes, ds, strict=True):
         for learner in LEARNERS:
@@ -120,5 +120,5 @@ def plot_linear_bound(result: LinearBoundResult) -> Figure:
                   f"{len(errors)} pairs it fits)")  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel="trained numbers $p$ (dimension of the span)",
            ylabel="mean squared $L^2$ error over pairs", title=f"$d = {result.d}$, all {2**result.d:,} inputs")  # fmt: skip
-    ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.4))
+    fig.legend(loc="outside lower center", ncols=1)  # below the axes: never over the ticks or the data
     return fig

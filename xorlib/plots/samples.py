@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import NullFormatter
 
 from .._checks import check_choice, check_instance, check_numbers, check_sequence
 from .._contract import public
 from ..experiments._finite_samples import SuccessGrid
+from .style import subplots
 
 __all__ = ["plot_sample_thresholds", "plot_success_curves"]
 
@@ -36,7 +37,7 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
     criterion = check_choice("criterion", criterion, ("worst case", "signs"))
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.2, 3.3), layout="constrained")
+        _, ax = subplots(1)
     for grid, colour in zip(grids, PALETTE, strict=False):
         ok = grid.successes(criterion)
         fraction = ok.mean(axis=(0, 1))
@@ -45,7 +46,7 @@ def plot_success_curves(grids: Sequence[SuccessGrid], *, criterion: str = "worst
         xscale="log", ylim=(-0.03, 1.03), xlabel=r"samples per $d^2$, $n/d^2$", ylabel="fraction of draws that succeed"
     )
     ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
-    ax.legend(frameon=False, fontsize=9, loc="upper left")
+    ax.legend(frameon=False, loc="upper left")
     return ax
 
 
@@ -70,10 +71,15 @@ def plot_sample_thresholds(rows: dict[str, tuple[Sequence[int], Sequence[float]]
             raise ValueError(f"rows[{label!r}] must hold as many values as ds, got {len(values)} and {len(ds)}")
     check_instance("ax", ax, (Axes, type(None)), "a matplotlib Axes or None")
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 4.0), layout="constrained")
+        _, ax = subplots(1, height=3.6)
     for (label, (ds, values)), colour in zip(rows.items(), PALETTE, strict=False):
         reference = label.startswith("reference")
         ax.plot(ds, values, "--" if reference else "o-", color=colour, ms=4, label=label.removeprefix("reference: "))
     ax.set(xscale="log", yscale="log", xlabel="dimension $d$", ylabel="samples")
-    ax.legend(frameon=False, fontsize=8.5, loc="upper left")
+    # Ticks at the measured d (a log axis would name only 2 × 10¹, 3 × 10¹, ...); the legend below, off the curves.
+    measured = sorted({int(d) for label, (ds, _) in rows.items() if not label.startswith("reference") for d in ds})
+    if measured:
+        ax.set_xticks(measured, [f"{d:,}" for d in measured])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2)
     return ax

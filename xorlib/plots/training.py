@@ -93,7 +93,7 @@ def plot_authors_margins(result: AuthorsResult, ds: Sequence[int] | None = None)
         for level, style, label in ((0.0, ":", "(b) every sign right"), (0.99, "--", "(a) hinge < 0.01")):
             ax.axhline(level, color=PALETTE["black"], lw=0.8, ls=style)
             ax.annotate(label, (0.98, level), xycoords=("axes fraction", "data"), xytext=(0, -11),
-                        textcoords="offset points", ha="right", fontsize=9)  # fmt: skip
+                        textcoords="offset points", ha="right")  # fmt: skip
         ax.set(xlabel="epoch", title=f"$d = {runs.d}$", ylim=(-3.1, 1.1))
     axes[0].set_ylabel("smallest margin over all inputs")
     return fig
