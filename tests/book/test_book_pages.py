@@ -202,3 +202,6 @@ def test_citation_cff_validates_against_the_format_schema() -> None:
     assert list(validator.iter_errors(broken)), "the schema check accepts a broken file"
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert citation["repository-code"] == config["repository"]["url"], "CITATION.cff and _config.yml disagree"
+    import xorlib
+
+    assert citation["version"] == xorlib.__version__, "CITATION.cff's version is not the package's"
