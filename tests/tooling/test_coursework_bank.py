@@ -112,7 +112,9 @@ def test_population_gradient_references_match_autograd(qid: str, heads: str) -> 
         q = queries.clone().requires_grad_(True)
         model = ModelConfig(codes.shape[0], heads, m=codes.shape[1], code_kind="gaussian")  # codes given below
         (grad,) = torch.autograd.grad(population(model, q, pair, codes=codes).loss, q)
-        assert torch.allclose(question.reference(queries, codes, pair), grad, rtol=1e-9, atol=1e-14)
+        # Entries that are zero in exact arithmetic may carry the rounding noise of the largest: compare on its scale.
+        scale = float(grad.abs().max())
+        assert torch.allclose(question.reference(queries, codes, pair), grad, rtol=1e-9, atol=1e-9 * scale)
 
 
 def test_tied_worst_case_is_the_maximum_over_every_input_and_the_certificate() -> None:
@@ -139,7 +141,8 @@ def test_empirical_gradient_reference_matches_autograd() -> None:
         eye = torch.eye(scores.shape[-1], dtype=torch.float64)
         model = ModelConfig(scores.shape[-1], heads, code_kind="onehot")  # one-hot codes: the identity
         (grad,) = torch.autograd.grad(empirical(model, s, x, y, codes=eye).loss, s)
-        assert torch.allclose(question.reference(scores, x, y, heads), grad, rtol=1e-9, atol=1e-15)
+        scale = float(grad.abs().max())  # as above: the tolerance follows the gradient's largest entry
+        assert torch.allclose(question.reference(scores, x, y, heads), grad, rtol=1e-9, atol=1e-9 * scale)
 
 
 def test_rest_mass_reference_matches_plain_sums_where_those_are_accurate() -> None:
@@ -164,20 +167,19 @@ def test_logistic_fit_solves_its_score_equations() -> None:
         assert b > 0
 
 
-def test_certified_and_lattice_steps_match_the_theory_module_where_it_has_them() -> None:
-    theory = pytest.importorskip("xorlib.theory")
-    if hasattr(theory, "lattice_sharpness"):
-        for case in get_question("ch04-q2").public():
-            d, m, eps = case.args
-            assert math.isclose(get_question("ch04-q2").reference(d, m, eps), theory.lattice_sharpness(d, 4 / m, eps))
-    if hasattr(theory, "split_step_from_gaps"):
-        for case in get_question("ch03-q2").public():
-            direction, scores, target = case.args
-            top = direction.sort(-1, descending=True).values
-            gaps, spreads = top[:, 0] - top[:, 1], scores.amax(-1) - scores.amin(-1)
-            eps = 2 * (2 * target + 2 * target**2) ** 2  # the epsilon whose split rest target is `target`
-            expected = theory.split_step_from_gaps(scores.shape[-1], gaps, spreads, eps)
-            assert math.isclose(get_question("ch03-q2").reference(*case.args), expected, rel_tol=1e-9)
+def test_certified_and_lattice_steps_match_the_theory_module() -> None:
+    from xorlib import theory
+
+    for case in get_question("ch04-q2").public():  # the lattice rule: the tied sharpness at the lattice step 4/m
+        d, m, eps = case.args
+        assert math.isclose(get_question("ch04-q2").reference(d, m, eps), theory.tied_sharpness(d, 4 / m, eps))
+    for case in get_question("ch03-q2").public():
+        direction, scores, target = case.args
+        top = direction.sort(-1, descending=True).values
+        gaps, spreads = top[:, 0] - top[:, 1], scores.amax(-1) - scores.amin(-1)
+        eps = 2 * (2 * target + 2 * target**2) ** 2  # the epsilon whose split rest target is `target`
+        expected = theory.split_step_from_gaps(scores.shape[-1], gaps, spreads, eps)
+        assert math.isclose(get_question("ch03-q2").reference(*case.args), expected, rel_tol=1e-9)
 
 
 # ----------------------------------------------------------------------------- the student-facing check
