@@ -32,7 +32,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar, Union
 
 import torch
 
@@ -74,9 +74,12 @@ CodeKind = Literal["balanced", "iid", "gaussian", "onehot"]
 Start = Literal["zero", "antisymmetric", "independent"]
 
 
-@dataclass(frozen=True)
-class Between:
-    """A number from ``low`` to ``high`` (either may be ``None``: no bound); ``open_low``: strictly above ``low``."""
+class Between(NamedTuple):
+    """A number from ``low`` to ``high`` (either may be ``None``: no bound); ``open_low``: strictly above ``low``.
+
+    A named tuple, not a dataclass, so that the API pages print its own ``repr`` (Sphinx spells out a dataclass's
+    fields with their ``repr``: ``1e-12``).
+    """
 
     low: float | None = None
     high: float | None = None

@@ -32,7 +32,9 @@ def _collect() -> dict[str, tuple[Question, ...]]:
     return chapters
 
 
-#: ``{"ch01": (question, ...), ...}`` in book order.
+#: ``{"ch01": (question, ...), ...}`` in book order: every chapter's questions, as :func:`chapter_questions` gives them.
+#:
+#: :meta hide-value:
 CHAPTERS: dict[str, tuple[Question, ...]] = _collect()
 _BY_ID = {q.id: q for questions in CHAPTERS.values() for q in questions}
 _PREFIX = re.compile(r"^(\d\d)_")
