@@ -1,9 +1,9 @@
 """The look of every figure: colour-blind-safe colours, legible fonts, and a width that fits the book's column.
 
 Importing :mod:`xorlib.plots` applies this style (:func:`apply`). No text is under 10 pt. A figure of one panel per
-row made with :func:`subplots` is 5.4 inches (540 px) wide, so that it is legible where it is shown: at its natural
+row made with :func:`subplots` is 5.1 inches (510 px) wide, so that it is legible where it is shown: at its natural
 size in the book's 1280-px column (688 px) the smallest label is 13.9 px, and on a 390-px phone, where the figure
-shrinks to the 358-px column, still 9.2 px (a full-column figure with 9-pt labels shrank them to 6.6 px there).
+shrinks to its 335-px box, still 9.1 px (a full-column figure with 9-pt labels shrank them to 6.3 px there).
 Two panels side by side take the full column (6.7 inches): 13.9 px on a desktop, but only 7.4 px on a phone, which
 the book's browser check reports; ``per_row=1`` stacks them instead. A third panel goes on a new row.
 
@@ -43,15 +43,15 @@ PALETTE: dict[str, str] = {
 _DPI = 100
 #: The content column of the book at a 1280-px window (sphinx-book-theme 1.3): 752 px less 2 x 32 px padding.
 _COLUMN_PX = 688
-#: The content column on a 390-px phone: the window less 2 x 16 px padding.
-_PHONE_COLUMN_PX = 358
+#: A captioned figure's box on a 390-px phone (measured in the built book): the column less the figure's margins.
+_PHONE_COLUMN_PX = 335
 #: Figure width in inches, one panel per row: narrow enough that the smallest text stays 9 px on a phone.
-_WIDTH_IN = 5.4
+_WIDTH_IN = 5.1
 #: Figure width in inches, two panels per row: the desktop column, less a margin for the tight bounding box.
 _WIDTH_TWO_IN = 6.7
 #: Height of one row of panels, in inches, for one and for two panels per row.
 _ROW_HEIGHT_IN = {1: 2.9, 2: 2.8}
-#: The smallest font of the style (tick labels, legends), in points: 13.9 px at the natural size, 9.2 px on a phone.
+#: The smallest font of the style (tick labels, legends), in points: 13.9 px at the natural size, 9.1 px on a phone.
 _SMALL_PT = 10.0
 
 _RC = {
