@@ -111,14 +111,14 @@ def plot_linear_bound(result: LinearBoundResult) -> Figure:
     grid = np.geomspace(dims.min(), dims.max(), 200)
     floor = 1 - grid / len(result.transformer_errors)
     ax.plot(
-        grid[floor > 0], floor[floor > 0], color=PALETTE["black"], ls="--", label=r"proved floor $1 - p/\binom{d}{2}$"
+        grid[floor > 0], floor[floor > 0], color=PALETTE["black"], ls="--", label=r"proved floor $1 - D/\binom{d}{2}$"
     )
     errors = np.array(result.transformer_errors)
     ax.plot([result.transformer_parameters], [np.nanmean(np.where(errors < 1, errors, np.nan))], marker="*", ms=12,
             ls="none", color=PALETTE["blue"],
             label=f"split Transformer, one step (mean over the {result.transformer_fitted} of "
                   f"{len(errors)} pairs it fits)")  # fmt: skip
-    ax.set(xscale="log", yscale="log", xlabel="trained numbers $p$ (dimension of the span)",
+    ax.set(xscale="log", yscale="log", xlabel="trained numbers $D$ (dimension of the span)",
            ylabel="mean squared $L^2$ error over pairs", title=f"$d = {result.d}$, all {2**result.d:,} inputs")  # fmt: skip
     fig.legend(loc="outside lower center", ncols=1)  # below the axes: never over the ticks or the data
     return fig

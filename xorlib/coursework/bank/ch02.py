@@ -218,12 +218,12 @@ def tied_worst_case(weights, pair):
     """
     # BEGIN SOLUTION
     u, v = pair
-    # S: the attention outside the pair
+    # E, the rest mass: the attention outside the pair
     rest = weights.sum() - weights[u] - weights[v]
     gap = (weights[u] - weights[v]).abs()
-    # hidden bits equal (y = -1): |z| can fall to 1 - 2S
+    # hidden bits equal (y = -1): |z| can fall to 1 - 2E
     agree = 32 * rest**2 * (1 - rest) ** 2
-    # hidden bits differ (y = +1): |z| can rise to gap + S
+    # hidden bits differ (y = +1): |z| can rise to gap + E
     differ = 2 * (gap + rest) ** 4
     return float(torch.maximum(agree, differ))
     # END SOLUTION
@@ -291,8 +291,8 @@ TIED_WORST_CASE = AutoQuestion(
         "After the step the two heads are tied, $\\alpha_1 = \\alpha_2 = \\alpha$ (softmax weights, "
         "shape `(d,)`). Write `tied_worst_case(weights, pair)`: the largest loss "
         "$\\tfrac12(1 - 2z^2 - y)^2$ over all $2^d$ inputs, as a float, in $O(d)$ time, without "
-        "enumerating inputs. You may assume the rest mass $S = \\sum_{k \\ne i^*, j^*} \\alpha_k$ is "
-        "at most $\\tfrac12$. Hint: write $z = c + r$ with $c = \\alpha_{i^*}x_{i^*} + \\alpha_{j^*}x_{j^*}$ "
+        "enumerating inputs. You may assume the rest mass $E = \\sum_{k \\ne i^*, j^*} \\alpha_k$ is "
+        "at most $\\tfrac12$. Hint: write $z = z_{uv} + z_{\\text{rest}}$ with $z_{uv} = \\alpha_{i^*}x_{i^*} + \\alpha_{j^*}x_{j^*}$ "
         "and ask how large and how small $|z|$ can be, separately for $y = -1$ and $y = +1$."
     ),
     solution=tied_worst_case,

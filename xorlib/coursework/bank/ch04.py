@@ -87,9 +87,9 @@ REST_MASS = AutoQuestion(
     points=2,
     prompt=(
         "For scores `scores` of shape `(2, d)` (two softmax heads) and the hidden `pair` $(u, v)$, write "
-        "`rest_mass(scores, pair)`: $S_h = \\sum_{k \\ne u, v} \\alpha_{h,k}$ for both heads, shape `(2,)`, "
-        "with a *relative* error below $10^{-6}$ even when $S_h$ is $10^{-200}$ and the scores are near "
-        "$\\pm 10^4$. Hint: $\\log S_h = \\operatorname{lse}(s_{h,\\text{rest}}) - \\operatorname{lse}(s_h)$."
+        "`rest_mass(scores, pair)`: $E_h = \\sum_{k \\ne u, v} \\alpha_{h,k}$ for both heads, shape `(2,)`, "
+        "with a *relative* error below $10^{-6}$ even when $E_h$ is $10^{-200}$ and the scores are near "
+        "$\\pm 10^4$. Hint: $\\log E_h = \\operatorname{lse}(s_{h,\\text{rest}}) - \\operatorname{lse}(s_h)$."
     ),
     solution=rest_mass,
     reference=_rest_reference,
@@ -171,7 +171,7 @@ LATTICE_SHARPNESS = AutoQuestion(
         "works for every draw whose margin is positive. Write `lattice_sharpness(d, m, epsilon)`: "
         "$\\kappa = \\ln\\frac{d-2}{2E_\\varepsilon} \\big/ \\frac4m$ with "
         "$E_\\varepsilon = \\tfrac12\\bigl(1 - \\sqrt{1 - \\sqrt{\\varepsilon/2}}\\bigr)$, the rest mass at "
-        "which $32S^2(1-S)^2 = \\varepsilon$; return a float. It must stay accurate for "
+        "which $32E^2(1-E)^2 = \\varepsilon$; return a float. It must stay accurate for "
         "$\\varepsilon = 10^{-6}$ and $d = 10^8$."
     ),
     solution=lattice_sharpness,

@@ -93,8 +93,8 @@ RELU_ATTENTION = AutoQuestion(
     points=2,
     prompt=(
         "ReLU attention sets $\\alpha_k = \\max(s_k, 0)/d$. For `scores` and an upstream gradient "
-        "`grad` $= g$, both of shape `(2, d)`, write `relu_attention(scores, grad)`: the pair "
-        "`(weights, pullback)` with the pull-back $\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top g$, both "
+        "`grad` $= G$, both of shape `(2, d)`, write `relu_attention(scores, grad)`: the pair "
+        "`(weights, pullback)` with the pull-back $\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top G$, both "
         "of shape `(2, d)`, without autograd. Take the derivative at $s_k = 0$ to be 0."
     ),
     solution=relu_attention,
@@ -169,10 +169,10 @@ SIGMOID_ATTENTION = AutoQuestion(
     title="Sigmoid attention and its pull-back",
     points=2,
     prompt=(
-        "Sigmoid attention sets $\\alpha_k = \\sigma(s_k - \\ln d)$, so that zero scores give weights "
+        "Sigmoid attention sets $\\alpha_k = \\operatorname{sigm}(s_k - \\ln d)$, so that zero scores give weights "
         "close to $1/d$. For `scores` and `grad`, both of shape `(2, d)`, write "
         "`sigmoid_attention(scores, grad)`: the pair `(weights, pullback)`, the pull-back being "
-        "$\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top g$. It must give finite numbers for scores of $\\pm 10^4$."
+        "$\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top G$. It must give finite numbers for scores of $\\pm 10^4$."
     ),
     solution=sigmoid_attention,
     reference=lambda scores, grad: _autograd_pullback("sigmoid", scores, grad),
@@ -180,7 +180,7 @@ SIGMOID_ATTENTION = AutoQuestion(
     hidden=_sigmoid_hidden,
     outputs=("weights", "pullback"),
     mistakes=_sigmoid_mistakes(),
-    hint="sigma'(x) = sigma(x) (1 - sigma(x)); torch.sigmoid is stable for large |x|.",
+    hint="sigm'(x) = sigm(x) (1 - sigm(x)), sigm(x) = 1 / (1 + e^-x); torch.sigmoid is stable for large |x|.",
     nan_hint="exp(-x) overflowed: torch.sigmoid (or a form that never exponentiates a large positive number) is stable.",
     forbidden=("xorlib.attention.attention_weights",),
 )

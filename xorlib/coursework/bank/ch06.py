@@ -227,7 +227,7 @@ THRESHOLD = AutoQuestion(
     points=2,
     prompt=(
         "At each sample size `n_values[i]`, `successes[i]` of `trials[i]` runs succeeded. Fit "
-        "$P(\\text{success}) = \\sigma(a + b\\ln n)$ by maximum likelihood (binomial counts) and write "
+        "$\\Pr(\\text{success}) = \\operatorname{sigm}(a + b\\ln n)$, $\\operatorname{sigm}(t) = 1/(1 + e^{-t})$, by maximum likelihood (binomial counts) and write "
         "`threshold_from_fit(n_values, successes, trials)`: the $n^*$ where the fit crosses $\\tfrac12$, "
         "$n^* = e^{-a/b}$, as a float. Converge well: the answer is compared to 5 digits."
     ),
@@ -257,7 +257,7 @@ HOW_N_STAR_GROWS = WrittenQuestion(
         Criterion(1, "Each $n^*$ has sampling error from the finite number of runs (e.g. a bootstrap interval)."),
     ),
     answer=(
-        "On log-log axes $n^* \\propto d^\\beta$ is a straight line of slope $\\beta$: fit the slope, "
+        "On log-log axes a power law in $d$ is a straight line whose slope is the exponent: fit the slope, "
         "or plot $n^*/d^2$ and $n^*/(d\\log d)$ against $d$ and see which stays flat. Each estimate "
         "comes from a logistic fit to a finite number of runs, so it has an error bar (a bootstrap "
         "over runs, or the fit's standard error propagated to $e^{-a/b}$); the slope is only "
