@@ -412,6 +412,57 @@ def test_unreadable_unknown_and_linked_notebooks_are_reported_not_fatal(tmp_path
     assert "symbolic link: refused" in grade_notebook(tmp_path / "link.ipynb", practice=True).error
 
 
+def test_a_runner_that_cannot_be_started_leaves_that_notebook_not_graded(tmp_path: Path, monkeypatch) -> None:
+    """A failed fork (or exec) is that notebook's error, listed, never the end of the class's grading."""
+    from xorlib.coursework import grading
+
+    def no_fork(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(grading, "Session", no_fork)
+    settings = grading.Grading(5, grading.Limits(), grading.Tier("unsandboxed", False))
+    report = grading.grade_path(write(submission(answers()), tmp_path / "ana.ipynb"), "ana", settings)
+    assert (
+        report.error
+        == "the sandbox did not start: its process could not be started ([Errno 11] Resource temporarily unavailable)"
+        and report.score == 0
+    )
+
+
+def test_cells_python_cannot_parse_are_that_answers_problem_not_the_graders() -> None:
+    """Deep nesting makes ast.parse raise RecursionError or MemoryError (not SyntaxError): one such cell once
+    ended grade-all for the whole class, with a traceback and no gradebook."""
+    from xorlib.coursework.feedback import autograd_used
+    from xorlib.coursework.notebooks import locate
+    from xorlib.coursework.similarity import fingerprint
+
+    for deep in ("_x = 1" + "+1" * 200_000, "_x = " + "-" * 100_000 + "1"):
+        notebook = submission(answers(ch02_q2=Q2.answer_source() + "\n\n" + deep), drop_tag="ch02-q1")
+        assert locate(notebook, (Q1, Q2, Q3))["ch02-q1"].answer_index is not None  # found by its function
+        assert autograd_used(deep) is None and fingerprint(deep)
+
+
+def test_a_linked_folder_is_reported_not_passed_over(tmp_path: Path) -> None:
+    """A student folder that is a link (to another student's, or outside the class) is refused, and listed."""
+    from xorlib.coursework.gradebook import find_submissions
+
+    write(submission(answers()), tmp_path / "outside" / "bob" / "02_fixture_chapter.ipynb")
+    write(submission(answers()), tmp_path / "class" / "ana" / "02_fixture_chapter.ipynb")
+    (tmp_path / "class" / "bob").symlink_to(tmp_path / "outside" / "bob")
+    found, refused, _ = find_submissions(tmp_path / "class", None)
+    assert [student for student, _ in found] == ["ana"]
+    assert refused == [("bob", "a symbolic link: refused")]
+
+
+def test_a_chapter_named_in_the_notebooks_metadata_is_escaped_in_the_feedback_pages() -> None:
+    """The chapter comes from the submission's own metadata when it names one: text to escape, like its file name."""
+    from xorlib.coursework.grading import GradeReport
+    from xorlib.coursework.pages import html_page, markdown_page
+
+    report = GradeReport("a.ipynb", "ana", "<img src=x onerror=alert(1)>", (), "container", error="no questions")
+    assert "<img" not in markdown_page("ana", [report]) and "<img" not in html_page("ana", [report])
+
+
 def test_marks_and_config_are_validated(tmp_path: Path) -> None:
     path = tmp_path / "marks.csv"
     path.write_text("student,ch02-w1,ch03-w1\nana,2,\nbo,,3\n")

@@ -50,6 +50,7 @@ def test_every_malformed_output_is_refused_as_data() -> None:
         ({"shape": [2], "data": [1.0]}, "do not fill"),
         ({"shape": [1], "data": [True]}, "not numbers"),
         ({"shape": [-1], "data": []}, "malformed shape"),
+        ({"shape": [1] * 100, "data": [1.0]}, "malformed shape"),  # NumPy's own ValueError once aborted grade-all
         ({"shape": [1], "data": ["1"]}, "not numbers"),
         ({"tuple": [{"tuple": [{"tuple": [{"tuple": [{"tuple": [{"tuple": []}]}]}]}]}]}, "not an encoded value"),
         ({"shape": [], "data": [1.0], "extra": 1}, "not an encoded value"),
@@ -152,6 +153,22 @@ def test_forged_messages_change_nothing_and_only_the_graders_own_processes_are_s
     assert values and not any(v in text for v in values)  # nor a hidden input
 
 
+def test_an_exit_status_chosen_in_a_hidden_case_is_not_feedback(shared_dir: Path) -> None:
+    """An answer that ends its process in a hidden case chooses the exit status: a number of its own, not shown."""
+    _bwrap_tier()
+    public = sum(1 for c in _cases(Q2.id, SEED) if c[2])
+    params = Q2.signature.split("(", 1)[1].rstrip(")")
+    right = Q2.answer_source().replace(f"def {Q2.function}(", f"def _right_{Q2.function}(")
+    exiting = (f"import os\n{right}\n\nCALLS = []\n\n\ndef {Q2.function}({params}):\n    CALLS.append(1)\n"
+               f"    if len(CALLS) > {public}:\n        os._exit(37)\n    return _right_{Q2.function}({params})")  # fmt: skip
+    path = write(submission(answers(ch02_q2=exiting)), shared_dir / "exits.ipynb")
+    from xorlib.coursework import grade_notebook
+
+    q2 = grade_notebook(path, seed=SEED).questions[1]
+    assert q2.score == 0 and "its process ended during a hidden case" in q2.feedback, q2.feedback
+    assert "37" not in q2.feedback, q2.feedback
+
+
 def test_a_public_case_may_quote_the_answer_and_its_inputs(shared_dir: Path) -> None:
     """The contrast: before any hidden input exists in the runner, the answer's own error message is feedback."""
     _bwrap_tier()
@@ -229,6 +246,27 @@ def test_root_without_bwrap_refuses_where_the_answers_uid_could_read_the_solutio
     message = str(refusal.value)
     assert "bwrap: its process ended (exit status 1): bwrap: No permissions" in message, message
     assert ("could read" in message and "chmod -R go-rwx" in message) or "Permission denied" in message, message
+
+
+def test_closing_a_container_session_bears_files_that_vanish_from_tmp(tmp_path: Path, monkeypatch) -> None:
+    """Closing a container-tier session sweeps /tmp for its uid's files while other processes (the other worker
+    among them) create and delete theirs: one deleted between the listing and its lstat once ended the grading."""
+    from xorlib.coursework import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the container tier is root's")
+    (tmp_path / "gone").write_text("a file another process deletes while the sweep runs")
+    entry = next(e for e in os.scandir(tmp_path) if e.name == "gone")
+    (tmp_path / "gone").unlink()
+    session = object.__new__(sandbox.Session)
+    session.tier, session.uid, session.workdir, session.stderr = Tier("container", True), 2_099_999_999, None, b""
+    session.proc = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    monkeypatch.setattr(sandbox.subprocess, "run", lambda *args, **kwargs: None)  # kill(-1) as that uid: not here
+    monkeypatch.setattr(sandbox.os, "scandir", lambda path: iter([entry]))
+    session.close()
+    monkeypatch.undo()
+    assert session.proc.returncode == -9
 
 
 def test_probes_of_concurrent_workers_do_not_collide() -> None:

@@ -16,6 +16,8 @@ __all__ = []  # internal to xorlib.coursework
 
 #: Largest number of entries of one output (the bank's largest is a few thousand).
 MAX_ENTRIES = 10**6
+#: Most dimensions of one output (NumPy refuses more than 32 or 64, with a ValueError; the bank's have at most 2).
+MAX_DIMS = 32
 _DTYPES = ("float64", "float32", "int64", "bool")
 
 
@@ -75,7 +77,8 @@ def decode_output(data: Any, depth: int = 0) -> Any:
     ------
     Malformed
         For anything but a well-formed encoding: wrong keys or types, sizes that disagree, more than
-        :data:`MAX_ENTRIES` entries, numbers beyond float64 (a 400-digit integer), nesting deeper than 4.
+        :data:`MAX_ENTRIES` entries or :data:`MAX_DIMS` dimensions, numbers beyond float64 (a 400-digit integer),
+        nesting deeper than 4.
     """
     import numpy as np
 
@@ -83,7 +86,11 @@ def decode_output(data: Any, depth: int = 0) -> Any:
         raise Malformed("not an encoded value")
     if set(data) == {"shape", "data"}:
         shape, flat = data["shape"], data["data"]
-        if not isinstance(shape, list) or not all(type(s) is int and 0 <= s <= MAX_ENTRIES for s in shape):
+        if (
+            not isinstance(shape, list)
+            or len(shape) > MAX_DIMS
+            or not all(type(s) is int and 0 <= s <= MAX_ENTRIES for s in shape)
+        ):
             raise Malformed("a malformed shape")
         if not isinstance(flat, list) or len(flat) > MAX_ENTRIES or math.prod(shape) != len(flat):
             raise Malformed("entries that do not fill the shape")

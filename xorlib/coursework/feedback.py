@@ -63,7 +63,7 @@ def autograd_used(source: str) -> str | None:
     """``"backward (line 7)"``: the first autograd name an answer cell uses, or ``None``."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # nor can it run: its cell fails in the sandbox
         return None
     for node in ast.walk(tree):
         name = getattr(node, "attr", None) or getattr(node, "id", None) or getattr(node, "module", None) or ""

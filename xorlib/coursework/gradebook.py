@@ -176,6 +176,9 @@ def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None)
     refused: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(folder):  # os.walk never follows a link to a folder
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in [d for d in dirs if Path(root, d).is_symlink()]:  # reported, not silently passed over
+            refused.append((str(Path(root, name).relative_to(folder)), "a symbolic link: refused"))
+            dirs.remove(name)
         for name in sorted(files):
             path = Path(root, name)
             if name.startswith(".") or path.suffix not in (".ipynb", ".md"):

@@ -151,16 +151,19 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
     outcomes = {q.id: _Outcome() for q, _ in plan}
     work = [(q, k, c) for public in (True, False) for q, _ in plan
             for k, c in enumerate(_cases(q.id, grading.seed)) if c[2] == public]  # fmt: skip
-    session, current = None, None
+    session, current, hidden = None, None, False
     limits = grading.limits
     while True:
         try:
             if session is None:
-                session = Session(grading.tier, limits, grading_build(), SETUP)
+                try:
+                    session = Session(grading.tier, limits, grading_build(), SETUP)
+                except OSError as err:  # e.g. no process could be forked: this notebook is not graded, not the class
+                    raise Stopped(f"its process could not be started ({err})") from None
                 if not session.started.get("ok"):
                     return outcomes, "the teacher's setup failed in the sandbox (before any answer ran)"
                 for q, code in plan:
-                    outcome, current = outcomes[q.id], q
+                    outcome, current, hidden = outcomes[q.id], q, False
                     if outcome.stopped is None:
                         start = time.monotonic()
                         request = {"op": "cell", "q": q.id, "code": code, "function": q.function}
@@ -170,8 +173,8 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                             reply = {"defined": False, "error": {"type": "", "message": f"malformed reply ({err})"}}
                         if outcome.cell is None:
                             outcome.cell, outcome.used = reply, outcome.used + time.monotonic() - start
-            for q, k, (case, _, _) in work:
-                outcome, current = outcomes[q.id], q
+            for q, k, (case, _, public) in work:
+                outcome, current, hidden = outcomes[q.id], q, not public
                 if outcome.stopped or k in outcome.replies or (outcome.cell or {}).get("defined") is not True:
                     continue
                 start = time.monotonic()
@@ -189,6 +192,8 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                 return outcomes, f"the sandbox did not start: {stop}"
             session = None
             why = "the notebook's total time limit was reached" if time.monotonic() >= deadline else str(stop)
+            if hidden and why.startswith("its process"):  # its exit status or signal is the answer's own number
+                why = "its process ended during a hidden case"
             outcomes[current.id].stopped = why
             if time.monotonic() >= deadline:
                 for outcome in outcomes.values():

@@ -53,8 +53,8 @@ def markdown_page(student: str, reports: list[GradeReport]) -> str:
 
     lines = [f"# Feedback for {plain(student)}", ""] + ([] if reports else ["No submission was graded."])
     for r in reports:
-        lines += [f"**{plain(Path(r.notebook).name)}** ({r.chapter or 'unknown chapter'}): **{r.score}/{r.max_score}** "
-                  f"points. Sandbox: {r.tier}.", ""]  # fmt: skip
+        lines += [f"**{plain(Path(r.notebook).name)}** ({plain(r.chapter or 'unknown chapter')}): "
+                  f"**{r.score}/{r.max_score}** points. Sandbox: {r.tier}.", ""]  # fmt: skip
         lines += [f"Not graded: {plain(r.error)}", ""] if r.error else []
         lines += ["| question | points | status |", "| --- | --- | --- |"]
         lines += [f"| {q.id} {plain(q.title)} | {q.score}/{q.points} | {q.status} |" for q in r.questions]

@@ -335,10 +335,13 @@ class Session:
                                group=self.uid, extra_groups=[], cwd="/", env={}, check=False, timeout=30)  # fmt: skip
                 for shared in ("/tmp", "/var/tmp", "/dev/shm"):  # what it left for a later sandbox to read
                     for entry in os.scandir(shared) if os.path.isdir(shared) else ():
-                        if entry.stat(follow_symlinks=False).st_uid == self.uid:
-                            shutil.rmtree(entry.path, True) if entry.is_dir(follow_symlinks=False) else os.unlink(
-                                entry.path
-                            )
+                        try:  # other processes (the other worker too) create and delete their files meanwhile
+                            if entry.stat(follow_symlinks=False).st_uid == self.uid:
+                                shutil.rmtree(entry.path, True) if entry.is_dir(follow_symlinks=False) else os.unlink(
+                                    entry.path
+                                )
+                        except FileNotFoundError:
+                            pass
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None

@@ -64,7 +64,7 @@ def fingerprint(source: str) -> frozenset[tuple[str, ...]]:
         renamer = _Renamer()
         renamer.names = dict(first.names)
         text = ast.unparse(renamer.visit(tree))
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         text = source
     try:
         tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
