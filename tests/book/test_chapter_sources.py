@@ -10,7 +10,9 @@
 * no revision history in a chapter (issue 22): "first version", "earlier version", "previous version", "used to
   present", "the old argument";
 * the convention of ``tools/CONVENTIONS.md``: a chapter that uses ``{eval}`` defines the book's maths macros in
-  its hidden first cell, for JupyterLab.
+  its hidden first cell, for JupyterLab;
+* a chapter is stored as JupyterLab saves it (jupytext with ``jupytext.toml``), so opening, running and saving it
+  leaves the working tree clean (issue 21).
 
 The checks that today's chapters still fail are judged against ``tests/book/allowlist.yml``.
 """
@@ -24,6 +26,7 @@ import _allowlist
 import jupytext
 import pytest
 import yaml
+from jupytext.config import load_jupytext_configuration_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p for p in (ROOT / "chapters").glob("*.md") if p.read_text().startswith("---\njupytext"))
@@ -148,3 +151,15 @@ def test_a_chapter_with_eval_defines_the_macros_for_jupyterlab(path: Path) -> No
     assert "remove-cell" in first.metadata.get("tags", []), f"{path.name}: the first markdown cell is not the macros"
     front = yaml.safe_load(first.source.strip().strip("-"))
     assert front == {"math": {f"\\{k}": v for k, v in _macros().items()}}, f"{path.name}: macros differ: {front}"
+
+
+NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.md") if p.read_text().startswith("---\njupytext"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.relative_to(ROOT / "chapters").as_posix() for p in NOTEBOOKS])
+def test_a_chapter_is_stored_as_jupyterlab_saves_it(path: Path) -> None:
+    """JupyterLab saves a chapter through jupytext with the repository's settings: the file must already be that text."""
+    config = load_jupytext_configuration_file(str(ROOT / "jupytext.toml"))
+    text = path.read_text()
+    saved = jupytext.writes(jupytext.reads(text, fmt="md:myst", config=config), fmt="md:myst", config=config)
+    assert saved == text, f"{path.name}: saving it in JupyterLab would rewrite it; run it through jupytext once"
