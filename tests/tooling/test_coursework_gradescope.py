@@ -148,3 +148,24 @@ def test_setup_and_run_autograder_grade_correct_wrong_and_hostile_submissions(au
     assert status == 0 and "sandbox: container: a fresh uid, no namespaces" in bad["output"], log
     assert bad["score"] == 8 and "1000" not in json.dumps(bad) and "READ" not in json.dumps(bad), bad
     assert "8675309" not in json.dumps(bad) and str(ROOT) not in json.dumps(bad)
+
+
+def test_whatever_stops_the_grading_results_json_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gradescope shows a student nothing without ``results.json``: a grader that stops still writes one, naming
+    only the error's type (its message could carry a hidden case's inputs)."""
+    from xorlib.coursework import autograder, gradebook
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("hidden input 0.123456")
+
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "config.json").write_text(
+        json.dumps({"seed": 1, "practice": False, "points": {}, "chapter": "ch02"})
+    )
+    (tmp_path / "submission").mkdir()
+    monkeypatch.setattr(gradebook, "find_submissions", broken)
+    assert autograder.run(tmp_path) == 1
+    result = json.loads((tmp_path / "results" / "results.json").read_text())
+    jsonschema.validate(result, SCHEMA)
+    assert result["score"] == 0 and result["tests"] == [] and "RuntimeError" in result["output"]
+    assert "0.123456" not in json.dumps(result)
