@@ -2,7 +2,9 @@
 
 1. ``binder/overrides.json`` into JupyterLab's settings (``<app dir>/settings/overrides.d/``): jupytext's notebook
    view is the default viewer of Markdown, so ``chapters/NN.md`` opens as a runnable notebook, and jupyterlab-myst
-   (pinned in ``requirements.txt``) renders its MyST.
+   (pinned in ``requirements.txt``) renders its MyST. Every cell is rendered (``windowingMode: none``): with
+   JupyterLab's default windowing a markdown cell out of view has no MyST tree when "Run All" reaches it, and
+   jupyterlab-myst then evaluates none of its ``{eval}`` roles (the reader sees the variables' names).
 2. The Python kernel's display name as the chapters' front matter has it ("Python 3"): JupyterLab writes the
    running kernel's name into the notebook's metadata, and jupytext would write "Python 3 (ipykernel)" into the
    chapter on the first save.
