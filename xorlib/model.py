@@ -7,8 +7,9 @@ r"""The single-layer, two-head Transformer, in its two reconstructions.
 
 .. math::
 
-    s_{h,k} = \langle q_h, p_k\rangle, \qquad \alpha_h = \mathrm{norm}(s_h), \qquad
-    z_h = \sum_{k=1}^d \alpha_{h,k}\, x_k ,
+    s_{h,k} &= \langle q_h, p_k\rangle, \\
+    \alpha_h &= \mathrm{norm}(s_h), \\
+    z_h &= \sum_{k=1}^d \alpha_{h,k}\, x_k ,
 
 and a frozen readout :math:`f = c_0 - c_1 z_1 z_2` combines the heads. The loss is
 :math:`\ell = \tfrac12 (f - y)^2` and the trainable parameters are the two

@@ -6,8 +6,8 @@ The head outputs :math:`z_h = \sum_k \alpha_{h,k} x_k` are linear in :math:`x` a
 
 .. math::
 
-    \mathbb{E}[x_k x_l x_r x_s] = \delta_{kl}\delta_{rs} + \delta_{kr}\delta_{ls}
-        + \delta_{ks}\delta_{lr} - 2\,\delta_{klrs}.
+    \mathbb{E}[x_k x_l x_r x_s] &= \delta_{kl}\delta_{rs} + \delta_{kr}\delta_{ls} \\
+        &\quad + \delta_{ks}\delta_{lr} - 2\,\delta_{klrs}.
 
 With :math:`a = \alpha_1`, :math:`b = \alpha_2` and the hidden pair :math:`(u, v)`:
 :math:`\mathbb{E}[z_1z_2] = \langle a, b\rangle`, :math:`\mathbb{E}[y z_1 z_2] = -(a_u b_v + a_v b_u)` and
@@ -15,10 +15,14 @@ With :math:`a = \alpha_1`, :math:`b = \alpha_2` and the hidden pair :math:`(u, v
 
 .. math::
 
-    L = \tfrac12\bigl[c_0^2 + 1 - 2c_1\bigl(c_0\langle a,b\rangle + a_u b_v + a_v b_u\bigr) + c_1^2 M_4\bigr],
+    L &= \tfrac12\bigl[c_0^2 + 1 + c_1^2 M_4 \\
+      &\qquad - 2c_1\bigl(c_0\langle a,b\rangle + a_u b_v + a_v b_u\bigr)\bigr],
 
-    \frac{\partial L}{\partial a_j} = -c_1\bigl(c_0 b_j + \delta_{ju} b_v + \delta_{jv} b_u\bigr)
-        + c_1^2\bigl(a_j\|b\|^2 + 2\langle a,b\rangle b_j - 2 a_j b_j^2\bigr)
+.. math::
+
+    \frac{\partial L}{\partial a_j} &= -c_1\bigl(c_0 b_j + \delta_{ju} b_v + \delta_{jv} b_u\bigr) \\
+        &\quad + c_1^2\bigl(a_j\|b\|^2 + 2\langle a,b\rangle b_j \\
+        &\qquad - 2 a_j b_j^2\bigr)
 
 (swap :math:`a` and :math:`b` for head 2). The chain rule through the
 normaliser and the codes (:math:`\partial s_{h,k}/\partial q_h = p_k`) gives the

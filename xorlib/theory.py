@@ -343,7 +343,10 @@ def split_sample_bound(
     functionals of the empirical direction is within :math:`\Gamma/(2d^2)` of its mean,
     provided
 
-    .. math:: n \ge \Bigl(\frac{384\,(1+\theta)^3\,\lambda\, d}{\Gamma^2} + \frac{64\, d^2}{3\,\Gamma}\Bigr)\ln\frac{4(d-1)}{\delta},
+    .. math::
+
+        n &\ge \Bigl(\frac{384\,(1+\theta)^3\,\lambda\, d}{\Gamma^2} + \frac{64\, d^2}{3\,\Gamma}\Bigr) \\
+          &\qquad \times \ln\frac{4(d-1)}{\delta},
 
     with :math:`\lambda = \|P^\top P\|` (``gram_norm``): Bernstein's inequality for each
     functional, whose per-sample value lies in :math:`[-8, 8]` and has variance at most

@@ -87,7 +87,7 @@ def plot_same_criterion(result: SameCriterionResult, ds: Sequence[int] | None = 
     handles += [
         axes[0].plot([], [], color="0.4", ls=s, marker=m, ms=3.5, label=text)[0] for s, m, text in _CRITERIA.values()
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2)  # within the figure's width
     return fig
 
 

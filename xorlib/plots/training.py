@@ -33,7 +33,7 @@ def plot_multistep(result: MultistepResult) -> Figure:
     if not isinstance(result, MultistepResult):
         raise TypeError(f"result must be a MultistepResult, got {type(result).__name__}")
     heads = list(dict.fromkeys(row.heads for row in result.rows))
-    fig, axes = subplots(len(heads), sharey=True)
+    fig, axes = subplots(len(heads), per_row=1, sharey=True)  # stacked: legible on a phone
     axes = np.atleast_1d(axes)
     colours = list(PALETTE.values())
     floor = 1e-12
@@ -84,7 +84,7 @@ def plot_authors_margins(result: AuthorsResult, ds: Sequence[int] | None = None)
     <Figure size ...>
     """
     panels = _panels(result, ds)
-    fig, axes = subplots(len(panels), sharey=True)
+    fig, axes = subplots(len(panels), per_row=1, sharey=True)  # stacked: legible on a phone
     axes = np.atleast_1d(axes)
     colours = list(PALETTE.values())
     for ax, runs in zip(axes, panels, strict=True):
@@ -115,7 +115,7 @@ def plot_authors_attention(result: AuthorsResult, ds: Sequence[int] | None = Non
     <Figure size ...>
     """
     panels = _panels(result, ds)
-    fig, axes = subplots(len(panels), height=2.2 + 0.12 * max(r.attention.shape[0] * r.k for r in panels))
+    fig, axes = subplots(len(panels), per_row=1, height=2.2 + 0.12 * max(r.attention.shape[0] * r.k for r in panels))
     axes = np.atleast_1d(axes)
     image = None
     for ax, runs in zip(axes, panels, strict=True):
