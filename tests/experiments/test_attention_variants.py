@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from pathlib import Path
 
 import torch
 
@@ -39,6 +41,24 @@ def test_jensen_floor() -> None:
         z = x @ w
         worst = float((0.5 * (1 - 2 * z * z - xor_labels(x, pair)) ** 2).max())
         assert worst >= 1 / 8
+
+
+def test_jensen_floor_arithmetic_in_the_proof() -> None:
+    """Issue 20: the proof of prop-jensen said "> 2.1 gives loss > 25"; 2(2.1^2 - 1)^2 is only 23.26.
+
+    Reads the proof's two numbers (the floor on z and the loss it implies) and checks both: the floor on
+    A = alpha_u + alpha_v holds for every d >= 12, and the stated loss follows from the floor on z.
+    """
+    chapter = (Path(__file__).resolve().parents[2] / "chapters" / "05_attention_variants.md").read_text()
+    found = re.search(
+        r"input of all\s+ones has \$z = A \+ E > ([\d.]+)\$ and loss \$2\(z\^2 - 1\)\^2 ([^$]*)\$", chapter
+    )
+    assert found, "the last step of the proof of prop-jensen"
+    z_floor, loss_floor = float(found[1]), float(re.findall(r">\s*([\d.]+)", found[2])[-1])
+    for d in range(12, 400):  # the floor on A, (2/d)(2(d-2)/d)^((d-2)/2), at every d >= 12 (it increases)
+        assert 2 / d * (2 * (d - 2) / d) ** ((d - 2) / 2) >= z_floor
+    assert 2 * (z_floor**2 - 1) ** 2 > loss_floor
+    assert loss_floor >= 1 / 8  # what the proposition states
 
 
 def test_alternatives_fall_short() -> None:
