@@ -9,9 +9,17 @@ from pathlib import Path
 
 import torch
 
+from xorlib._normalisers import NORMALISERS
 from xorlib.attention import attention_weights
 from xorlib.experiments import plan, run
-from xorlib.experiments._attention_variants import best_worst_case, kappa_grid, variant_step
+from xorlib.experiments._attention_variants import (
+    HEADS,
+    VariantRow,
+    best_worst_case,
+    kappa_grid,
+    variant_status,
+    variant_step,
+)
 from xorlib.model import ModelConfig
 from xorlib.population import population
 from xorlib.task import all_inputs, random_pair, xor_labels
@@ -68,6 +76,34 @@ def test_alternatives_fall_short() -> None:
             assert max(row.best) < 1e-20
         else:
             assert min(row.best) > 1e-2, row
+
+
+def test_split_and_one_hot_rows_are_labelled_proved_only_where_a_statement_covers_them() -> None:
+    """Issue 20: split-model and one-hot rows were labelled proved by Theorem T or the Jensen floor.
+
+    Both need tied heads and balanced codes. A split-model row is never labelled proved; a one-hot row only by the
+    stationary start (tied linear and ReLU attention), which holds for any codes, as checked here with one-hot codes.
+    """
+    for attention in NORMALISERS:
+        for heads in HEADS:
+            for code_kind in ("balanced", "iid", "gaussian", "onehot"):
+                for d in (16, 17, 64, 256, 1024):
+                    row = VariantRow(attention, heads, d, d if code_kind == "onehot" else 8, code_kind, (), (), ())
+                    assert row.status == variant_status(attention, heads, code_kind, d)
+                    proved = row.status.startswith("proved")
+                    if heads == "split":
+                        assert not proved, row
+                    if code_kind != "balanced" and proved:
+                        assert row.status == "proved (stationary)", row
+                    if "Theorem T" in row.status or "Jensen" in row.status:
+                        assert (heads, code_kind) == ("tied", "balanced"), row
+    assert variant_status("softmax", "tied", "balanced", 64) == "proved (Theorem T)"
+    assert variant_status("softmax", "tied", "onehot", 64) == "observed"
+    assert variant_status("componentwise", "split", "balanced", 64) == "observed"
+    for kind in ("linear", "relu"):  # the stationary start with one-hot codes: no step moves it
+        model = ModelConfig(16, "tied", attention=kind, code_kind="onehot")
+        zero = torch.zeros(2, model.m, dtype=torch.float64)
+        assert not bool(population(model, zero, (2, 9)).gradient.any())
 
 
 def test_best_worst_case_is_found_on_the_grid() -> None:
