@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from pathlib import Path
 
 import torch
 
+from xorlib._normalisers import NORMALISERS
 from xorlib.attention import attention_weights
 from xorlib.experiments import plan, run
-from xorlib.experiments._attention_variants import best_worst_case, kappa_grid, variant_step
+from xorlib.experiments._attention_variants import (
+    HEADS,
+    VariantRow,
+    best_worst_case,
+    kappa_grid,
+    variant_status,
+    variant_step,
+)
 from xorlib.model import ModelConfig
 from xorlib.population import population
 from xorlib.task import all_inputs, random_pair, xor_labels
@@ -41,6 +51,24 @@ def test_jensen_floor() -> None:
         assert worst >= 1 / 8
 
 
+def test_jensen_floor_arithmetic_in_the_proof() -> None:
+    """Issue 20: the proof of prop-jensen said "> 2.1 gives loss > 25"; 2(2.1^2 - 1)^2 is only 23.26.
+
+    Reads the proof's two numbers (the floor on z and the loss it implies) and checks both: the floor on
+    A = alpha_u + alpha_v holds for every d >= 12, and the stated loss follows from the floor on z.
+    """
+    chapter = (Path(__file__).resolve().parents[2] / "chapters" / "05_attention_variants.md").read_text()
+    found = re.search(
+        r"input of all\s+ones has \$z = A \+ E > ([\d.]+)\$ and loss \$2\(z\^2 - 1\)\^2 ([^$]*)\$", chapter
+    )
+    assert found, "the last step of the proof of prop-jensen"
+    z_floor, loss_floor = float(found[1]), float(re.findall(r">\s*([\d.]+)", found[2])[-1])
+    for d in range(12, 400):  # the floor on A, (2/d)(2(d-2)/d)^((d-2)/2), at every d >= 12 (it increases)
+        assert 2 / d * (2 * (d - 2) / d) ** ((d - 2) / 2) >= z_floor
+    assert 2 * (z_floor**2 - 1) ** 2 > loss_floor
+    assert loss_floor >= 1 / 8  # what the proposition states
+
+
 def test_alternatives_fall_short() -> None:
     table = run("attention_variants", dataclasses.replace(plan("attention_variants"), ds=(16, 64), draws=1))
     for row in table.rows:
@@ -48,6 +76,34 @@ def test_alternatives_fall_short() -> None:
             assert max(row.best) < 1e-20
         else:
             assert min(row.best) > 1e-2, row
+
+
+def test_split_and_one_hot_rows_are_labelled_proved_only_where_a_statement_covers_them() -> None:
+    """Issue 20: split-model and one-hot rows were labelled proved by Theorem T or the Jensen floor.
+
+    Both need tied heads and balanced codes. A split-model row is never labelled proved; a one-hot row only by the
+    stationary start (tied linear and ReLU attention), which holds for any codes, as checked here with one-hot codes.
+    """
+    for attention in NORMALISERS:
+        for heads in HEADS:
+            for code_kind in ("balanced", "iid", "gaussian", "onehot"):
+                for d in (16, 17, 64, 256, 1024):
+                    row = VariantRow(attention, heads, d, d if code_kind == "onehot" else 8, code_kind, (), (), ())
+                    assert row.status == variant_status(attention, heads, code_kind, d)
+                    proved = row.status.startswith("proved")
+                    if heads == "split":
+                        assert not proved, row
+                    if code_kind != "balanced" and proved:
+                        assert row.status == "proved (stationary)", row
+                    if "Theorem T" in row.status or "Jensen" in row.status:
+                        assert (heads, code_kind) == ("tied", "balanced"), row
+    assert variant_status("softmax", "tied", "balanced", 64) == "proved (Theorem T)"
+    assert variant_status("softmax", "tied", "onehot", 64) == "observed"
+    assert variant_status("componentwise", "split", "balanced", 64) == "observed"
+    for kind in ("linear", "relu"):  # the stationary start with one-hot codes: no step moves it
+        model = ModelConfig(16, "tied", attention=kind, code_kind="onehot")
+        zero = torch.zeros(2, model.m, dtype=torch.float64)
+        assert not bool(population(model, zero, (2, 9)).gradient.any())
 
 
 def test_best_worst_case_is_found_on_the_grid() -> None:

@@ -116,6 +116,33 @@ def variant_step(config: ModelConfig, pair: tuple[int, int], kappa: float) -> Va
     )
 
 
+def variant_status(attention: str, heads: str, code_kind: str, d: int) -> str:
+    r"""What covers one setting of the table: a statement whose hypotheses the setting meets, else what was observed.
+
+    * linear and ReLU attention in the tied model: ``"proved (stationary)"``, the stationary start, which holds
+      for any codes (at :math:`q = 0` every weight is 0 and the gradient vanishes);
+    * softmax in the tied model with balanced codes and even :math:`d`: ``"proved (Theorem T)"``;
+    * component-wise attention in the tied model with balanced codes and :math:`d \ge 12`: the Jensen floor,
+      ``"proved floor (Jensen); observed"``.
+
+    Everything else is observed at the sizes tried: the split model (Theorem S needs :math:`\sigma \le \sigma_0`
+    and the Jensen floor is proved for tied heads only), one-hot codes (not balanced), odd :math:`d`. Linear
+    attention in the split model has, besides, the heuristic of its column space.
+    """
+    balanced = code_kind == "balanced"
+    if heads == "tied" and attention in ("linear", "relu"):
+        return "proved (stationary)"
+    if heads == "tied" and attention == "softmax" and balanced and d % 2 == 0:
+        return "proved (Theorem T)"
+    if heads == "tied" and attention == "componentwise" and balanced and d >= 12:
+        return "proved floor (Jensen); observed"
+    if heads == "split" and attention == "softmax":
+        return "observed (σ = 1)"
+    if heads == "split" and attention == "linear":
+        return "heuristic; observed"
+    return "observed"
+
+
 @dataclass(frozen=True)
 class VariantRow:
     """One normaliser, model, ``d`` and ``m``: the best worst case over step sizes, per draw."""
@@ -128,6 +155,11 @@ class VariantRow:
     best: tuple[float, ...]  # per draw: the smallest certified worst case over the step sizes
     best_kappa: tuple[float, ...]
     floor: tuple[float, ...]  # per draw: at every step size some input has at least this loss
+
+    @property
+    def status(self) -> str:
+        """What covers this row: proved (and by what), heuristic, or observed (:func:`variant_status`)."""
+        return variant_status(self.attention, self.heads, self.code_kind, self.d)
 
 
 @dataclass(frozen=True)
