@@ -100,6 +100,8 @@ def _display_points(artist) -> np.ndarray:
 def _drawn_tick_labels(ax) -> list:
     """The tick labels Matplotlib draws: those of ticks inside the view limits."""
     labels = []
+    if not ax.axison:  # an axis turned off draws no tick label
+        return labels
     for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         low, high = min(limits), max(limits)
         for tick in axis.get_major_ticks():

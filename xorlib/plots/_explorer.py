@@ -3,7 +3,7 @@ r"""The explorer's figure: what one step did, drawn so that every setting of the
 The public face is :mod:`xorlib.explorer` (:func:`xorlib.explorer.plot_explorer`); this module also
 defines the state the figure draws, :class:`ExplorerState`, which :func:`xorlib.explorer.explorer_state` computes.
 
-Four panels (:func:`xorlib.plots.style.subplots`, two per row): the attention of head 1 and of head 2 after the
+Four panels (:func:`xorlib.plots.style.subplots`, stacked): the attention of head 1 and of head 2 after the
 step, the loss before and after it, and a short summary of the setting. Everything clamps, whatever the
 setting: the weight axes are fixed to :math:`[0, 1]` and weights outside (the unnormalised forms reach
 :math:`10^{11}` or go negative) are clipped, with the true extremes written inside the panel; the loss axis is fixed
@@ -35,7 +35,7 @@ _BEFORE = "#BBBBBB"
 _WEIGHT_TOP = 1.38
 #: Up to this many positions the weights are bars; beyond, one line per position (one artist, fast).
 _BARS_UP_TO = 128
-_FONT = 9.0
+_FONT = 10.0
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -160,7 +160,7 @@ def plot_explorer(state: ExplorerState) -> Figure:
     <Figure size ...>
     """
     check_instance("state", state, ExplorerState, "an ExplorerState (from xorlib.explorer.explorer_state)")
-    fig, axes = subplots(4, per_row=2, height=2.55)
+    fig, axes = subplots(4, per_row=1, height=2.8)  # stacked: 10-pt text stays 9 px on a phone
     weights = state.weights_after.detach().double().cpu().numpy()
     for head, ax in enumerate(axes[:2]):
         _attention_panel(ax, weights[head], state.pair, head)
