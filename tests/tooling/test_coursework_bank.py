@@ -3,6 +3,7 @@ and every known mistake is recognised by name (the student-facing check runs in-
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ from xorlib.coursework import CheckFailure, check
 from xorlib.coursework._compare import as_outputs, judge
 from xorlib.coursework.bank import CHAPTERS, chapter_questions, get_question
 from xorlib.coursework.feedback import expected_outputs, run_case
-from xorlib.coursework.questions import AutoQuestion, Case, WrittenQuestion, stub_source
+from xorlib.coursework.questions import LEVELS, AutoQuestion, Case, WrittenQuestion, check_question, stub_source
 from xorlib.empirical import empirical
 from xorlib.model import ModelConfig
 from xorlib.population import population
@@ -40,6 +41,39 @@ def test_every_main_chapter_has_two_auto_graded_questions_and_a_written_one() ->
         assert len(chapter_questions(chapter, AutoQuestion)) >= 2, chapter
         written = chapter_questions(chapter, WrittenQuestion)
         assert written and all(len(q.rubric) >= 2 and q.points > 0 and q.answer for q in written), chapter
+
+
+@pytest.mark.parametrize("question", AUTO + WRITTEN, ids=lambda q: q.id)
+def test_every_question_has_a_level_and_a_time(question) -> None:
+    assert LEVELS == ("warm-up", "core", "challenge") and question.level in LEVELS
+    assert type(question.minutes) is int and 5 <= question.minutes <= 90
+    check_question(question, question.chapter)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "allowed"),
+    [
+        ({"level": "hard"}, "level", "'warm-up', 'core', 'challenge'"),
+        ({"level": "Core"}, "level", "'warm-up', 'core', 'challenge'"),
+        ({"level": None}, "level", "'warm-up', 'core', 'challenge'"),
+        ({"minutes": 4}, "minutes", "from 5 to 90"),
+        ({"minutes": 91}, "minutes", "from 5 to 90"),
+        ({"minutes": 20.0}, "minutes", "an int"),
+        ({"minutes": "20"}, "minutes", "an int"),
+        ({"minutes": True}, "minutes", "an int"),
+    ],
+)
+@pytest.mark.parametrize("qid", ["ch02-q1", "ch02-w1"])
+def test_a_bad_level_or_time_is_refused_naming_the_field(qid: str, change: dict, field: str, allowed: str) -> None:
+    question = get_question(qid)
+    with pytest.raises(ValueError, match=rf"question {qid}: {field} must be") as raised:
+        dataclasses.replace(question, **change)
+    assert allowed in str(raised.value) and repr(change[field]) in str(raised.value)
+    for required in ("level", "minutes"):  # both fields are required, for both kinds of question
+        kwargs = {f.name: getattr(question, f.name) for f in dataclasses.fields(question) if f.init}
+        del kwargs[required]
+        with pytest.raises(TypeError, match=required):
+            type(question)(**kwargs)
 
 
 @pytest.mark.parametrize("question", AUTO, ids=lambda q: q.id)

@@ -16,7 +16,7 @@ from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
 from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
-from xorlib.coursework.render import BEGIN, END
+from xorlib.coursework.render import BEGIN, END, student_region, teacher_region
 from xorlib.coursework.student import student_notebook
 from xorlib.coursework.sync import sync_chapter, sync_text
 
@@ -92,7 +92,7 @@ def test_synced_region_has_titled_labelled_exercises_folded_solutions_and_tagged
     code = {t: c for c in notebook.cells if c.cell_type == "code" for t in tags(c)}
     assert "coursework-setup" in code and "from xorlib.coursework import check" in code["coursework-setup"].source
     for q in CH02:
-        assert f"::::{{exercise}} {q.title}\n:label: {q.id}\n" in text
+        assert f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{_header(q)}\n\n{q.prompt}\n::::" in text
         if isinstance(q, AutoQuestion):
             assert code[f"answer-{q.id}"].source == q.answer_source()
             assert "hide-input" in tags(code[f"answer-{q.id}"])  # the solution is folded in the book
@@ -101,6 +101,27 @@ def test_synced_region_has_titled_labelled_exercises_folded_solutions_and_tagged
             assert f"::::{{solution}} {q.id}\n:class: dropdown" in text
             assert f":::{{admonition}} Rubric ({q.points} points)\n:class: dropdown" in text
     assert "(ch02-exercises)=\n## Exercises" in text
+
+
+def _header(q) -> str:
+    """The header line an exercise must carry: points, level and time, and the id as its grading key."""
+    effort = f"{q.level} · about {q.minutes} minutes"
+    if isinstance(q, AutoQuestion):
+        return f'**{q.points} point{"s" * (q.points != 1)}** · {effort} · checked with `check("{q.id}", …)`'
+    return f"**{q.points} points, written** · {effort} · marked as `{q.id}`"
+
+
+def test_every_exercise_header_gives_points_level_time_and_the_grading_key() -> None:
+    """In the book and in the student's notebook, under the title; the id reads as what grades the answer."""
+    assert _header(get_question("ch02-q1")).startswith("**3 points** · ")
+    for chapter, questions in CHAPTERS.items():
+        book, student = teacher_region(chapter), student_region(chapter)
+        for q in questions:
+            assert f":label: {q.id}\n\n{_header(q)}\n\n{q.prompt}\n::::" in book, q.id
+            assert f"### {q.title}\n\n{_header(q)}\n\n{q.prompt}" in student, q.id
+            assert f"· `{q.id}`" not in book + student, q.id  # the id is no longer shown as a second name
+        synced = next((ROOT / "chapters").glob(f"{chapter[2:]}_*.md")).read_text()
+        assert all(_header(q) in synced for q in questions), chapter  # the chapters are in sync
 
 
 def _secrets() -> list[str]:

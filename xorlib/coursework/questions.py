@@ -16,6 +16,10 @@ comes from a submission:
 
 A :class:`WrittenQuestion` holds a prompt, a model answer and a rubric; the
 teacher's marks for it come from a CSV file (:mod:`~xorlib.coursework.gradebook`).
+
+Both kinds carry a ``level`` (one of :data:`LEVELS`) and ``minutes``, the time a
+student who has read the chapter should expect to spend (:data:`MINUTES`); the
+book shows both in the exercise's header.
 """
 
 from __future__ import annotations
@@ -34,6 +38,31 @@ STUB = "raise NotImplementedError  # your code here"
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b")
 _END = re.compile(r"^[ \t]*#[ \t]*END SOLUTION\b")
 _ID = re.compile(r"^ch(?P<chapter>\d\d)-(?P<kind>[qw])(?P<number>\d+)$")
+
+#: The difficulty of a question: a warm-up (a formula of the chapter, written out), a core exercise (a derivation
+#: of the chapter turned into vectorised code, or an argument of a few lines), or a challenge (a derivation of
+#: several steps that the chapter does not do).
+LEVELS = ("warm-up", "core", "challenge")
+#: The range of ``minutes``, the estimated time for a student who has read the chapter.
+MINUTES = (5, 90)
+
+
+def check_effort(question_id: str, level: object, minutes: object) -> None:
+    """Refuse a ``level`` outside :data:`LEVELS` or ``minutes`` that is not an int in :data:`MINUTES`.
+
+    Raises
+    ------
+    ValueError
+        Naming the field, the value given and the values allowed.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"question {question_id}: level must be one of {', '.join(map(repr, LEVELS))}, got {level!r}")
+    low, high = MINUTES
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not low <= minutes <= high:
+        raise ValueError(
+            f"question {question_id}: minutes must be an int from {low} to {high} (the estimated time for a student "
+            f"who has read the chapter), got {minutes!r}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +96,9 @@ class AutoQuestion:
         ``"chNN-qK"``; also the exercise's label in the book and the tag suffix of its cells.
     title, points, prompt
         What the book shows (the prompt is Markdown with :math:`\LaTeX`).
+    level, minutes
+        The difficulty, one of :data:`LEVELS`, and the estimated time in minutes for a student who has read the
+        chapter (an int in :data:`MINUTES`); the exercise's header shows both.
     solution
         The teacher's solution, a top-level function of the bank module with a
         docstring and a ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` body. Its
@@ -104,6 +136,8 @@ class AutoQuestion:
     id: str
     title: str
     points: int
+    level: str
+    minutes: int
     prompt: str
     solution: Callable[..., object]
     reference: Callable[..., object]
@@ -120,6 +154,9 @@ class AutoQuestion:
     nan_hint: str = "an exponential overflowed or something was divided by zero."
     autograd: bool = True
     kind: str = field(default="auto", init=False)
+
+    def __post_init__(self) -> None:
+        check_effort(self.id, self.level, self.minutes)
 
     @property
     def function(self) -> str:
@@ -163,15 +200,21 @@ class WrittenQuestion:
     """A question answered in prose or maths, marked by the teacher against a rubric.
 
     ``answer`` is the model answer (Markdown), shown folded in the book and
-    absent from the student version, like the rubric.
+    absent from the student version, like the rubric. ``level`` and ``minutes``
+    are as for :class:`AutoQuestion`.
     """
 
     id: str
     title: str
+    level: str
+    minutes: int
     prompt: str
     rubric: tuple[Criterion, ...]
     answer: str
     kind: str = field(default="written", init=False)
+
+    def __post_init__(self) -> None:
+        check_effort(self.id, self.level, self.minutes)
 
     @property
     def points(self) -> int:
@@ -215,7 +258,7 @@ def stub_source(source: str) -> str:
 
 
 def check_question(question: Question, chapter: str) -> None:
-    """Refuse a malformed bank entry (an id outside its chapter, no points, no solution markers)."""
+    """Refuse a malformed bank entry (an id outside its chapter, no points, no level or time, no solution markers)."""
     match = _ID.match(question.id)
     if not match or f"ch{match.group('chapter')}" != chapter:
         raise ValueError(
@@ -225,6 +268,7 @@ def check_question(question: Question, chapter: str) -> None:
         raise ValueError(f"question {question.id}: ids of auto-graded questions use 'q', written ones 'w'")
     if question.points <= 0:
         raise ValueError(f"question {question.id} must be worth a positive number of points")
+    check_effort(question.id, question.level, question.minutes)
     if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
         raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
     if isinstance(question, AutoQuestion) and ("without autograd" in question.prompt) == question.autograd:

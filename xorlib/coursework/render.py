@@ -73,14 +73,27 @@ def _code_cell(source: str, cell_tags: list[str]) -> str:
     return f"```{{code-cell}} ipython3\n:tags: [{', '.join(cell_tags)}]\n\n{source}\n```"
 
 
+def header(q: Question) -> str:
+    """The line above an exercise's prompt: its points, level and time, then its id as the grading key.
+
+    For an auto-graded question the id is shown in the check call that grades it, for a written one as the key the
+    teacher's marks are entered under: "3 points · core · about 20 minutes · checked with check("ch06-q1", …)",
+    "3 points, written · challenge · about 30 minutes · marked as ch01-w1" (points in bold, calls and ids as code).
+    """
+    effort = f"{q.level} · about {q.minutes} minute{'s' * (q.minutes != 1)}"
+    if isinstance(q, AutoQuestion):
+        return f'**{_points(q.points)}** · {effort} · checked with `check("{q.id}", …)`'
+    return f"**{_points(q.points)}, written** · {effort} · marked as `{q.id}`"
+
+
 def _teacher_question(q: Question) -> list[str]:
     if isinstance(q, AutoQuestion):
-        head = f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n**{_points(q.points)}** · `{q.id}`\n\n{q.prompt}\n::::"
+        head = f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{header(q)}\n\n{q.prompt}\n::::"
         return [head, _code_cell(q.answer_source(), ["hide-input", f"answer-{q.id}"]),
                 _code_cell(q.check_source(), [f"check-{q.id}"])]  # fmt: skip
     rubric = "\n".join(f"- **{_points(c.points)}**: {c.text}" for c in q.rubric)
     return [
-        f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n**{_points(q.points)}, written** · `{q.id}`\n\n{q.prompt}\n::::\n\n"
+        f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{header(q)}\n\n{q.prompt}\n::::\n\n"
         f":::{{admonition}} Rubric ({_points(q.points)})\n:class: dropdown\n\n{rubric}\n:::\n\n"
         f"::::{{solution}} {q.id}\n:class: dropdown\n\n{q.answer}\n::::"
     ]
@@ -96,7 +109,9 @@ def teacher_region(chapter: str, source_name: str = "") -> str:
         "edit the bank, not this section. -->\n\n"
         f"({chapter}-exercises)=\n## Exercises\n\n{_summary(questions)}. Each code exercise ends with a check "
         f'cell, such as `check("{questions[0].id}", ...)`, that runs the public test cases and explains a '
-        "failure; grading adds hidden cases, in a sandbox (see the coursework chapter). Solutions are folded."
+        "failure; grading adds hidden cases, in a sandbox (see the coursework chapter). Solutions are folded. "
+        "Each exercise gives its level (warm-up, core or challenge) and about how long it takes once the chapter "
+        "is read."
     )
     parts = [intro, _code_cell(setup_source(), [SETUP_TAG])]
     for q in questions:
@@ -118,11 +133,13 @@ def student_region(chapter: str, *, book: bool = False) -> str:
         "* Run the **check cell** below it for feedback: it runs the public test cases and explains what is wrong.\n"
         "* Do not edit, move or delete the check cells. Only the answer cells are graded: they run in a fresh "
         "process, with hidden test cases too, and without the book's reference functions.\n"
-        "* Answer the written questions in the Markdown cell under each of them.",
+        "* Answer the written questions in the Markdown cell under each of them.\n"
+        "* Each exercise gives its level (warm-up, core or challenge) and about how long it takes once the chapter "
+        "is read.",
         _code_cell(setup_source(), [SETUP_TAG]),
     ]
     for q in questions:
-        head = f"**{_points(q.points)}{'' if isinstance(q, AutoQuestion) else ', written'}** · `{q.id}`\n\n{q.prompt}"
+        head = f"{header(q)}\n\n{q.prompt}"
         parts.append(
             f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{head}\n::::" if book else f"### {q.title}\n\n{head}"
         )

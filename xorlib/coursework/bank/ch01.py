@@ -95,6 +95,8 @@ SOFTMAX_HEAD = AutoQuestion(
     id="ch01-q1",
     title="A softmax head that never overflows",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "A head scores position $k$ by $s_k = \\langle q, p_k\\rangle$, attends with "
         "$\\alpha = \\operatorname{softmax}(s)$ and outputs $z = \\sum_k \\alpha_k x_k$.\n\n"
@@ -188,6 +190,8 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
     id="ch01-q2",
     title="The loss on every input",
     points=2,
+    level="core",
+    minutes=15,
     prompt=(
         "For head weights `weights` of shape `(2, d)` (row $h$ is $\\alpha_h$, any real numbers), "
         'the hidden `pair` $(i, j)$ and `heads` (`"tied"` or `"split"`), write '
@@ -212,6 +216,8 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
 NO_SINGLE_BIT = WrittenQuestion(
     id="ch01-w1",
     title="Why no single bit helps",
+    level="core",
+    minutes=15,
     prompt=(
         "Show that the label $y = -x_{i^*} x_{j^*}$ is uncorrelated with every single bit $x_k$ and "
         "with every product $x_k x_l$ except the hidden one. What does this say about a model that "

@@ -106,6 +106,8 @@ TIED_GRADIENT = AutoQuestion(
     id="ch02-q1",
     title="The exact population gradient of the tied model",
     points=3,
+    level="core",
+    minutes=35,
     prompt=(
         "Write `tied_gradient(queries, codes, pair)`: the exact gradient of the population loss "
         "$L = \\mathbb E_x[\\tfrac12(f - y)^2]$ in the queries, shape `(2, m)`, for softmax attention "
@@ -194,6 +196,8 @@ TIED_STEP = AutoQuestion(
     id="ch02-q2",
     title="One step from zero",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "Write `tied_step_from_zero(codes, pair, lr)`: both queries after one population gradient step "
         "of size `lr` from $q_1 = q_2 = 0$ (softmax, tied readout), shape `(2, m)`, for *any* codes "
@@ -287,6 +291,8 @@ TIED_WORST_CASE = AutoQuestion(
     id="ch02-q3",
     title="The worst case over all inputs, in O(d)",
     points=3,
+    level="core",
+    minutes=20,
     prompt=(
         "After the step the two heads are tied, $\\alpha_1 = \\alpha_2 = \\alpha$ (softmax weights, "
         "shape `(d,)`). Write `tied_worst_case(weights, pair)`: the largest loss "
@@ -312,6 +318,8 @@ TIED_WORST_CASE = AutoQuestion(
 HEADS_STAY_TIED = WrittenQuestion(
     id="ch02-w1",
     title="A one-head model in disguise",
+    level="core",
+    minutes=15,
     prompt=(
         "Explain why, in the tied model started at $q_1 = q_2 = 0$, the two queries are still equal "
         "after any number of full-batch gradient steps. What does that mean for the number of "

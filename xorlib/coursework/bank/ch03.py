@@ -96,6 +96,8 @@ SPLIT_GRADIENT = AutoQuestion(
     id="ch03-q1",
     title="The population gradient of the split model",
     points=3,
+    level="core",
+    minutes=25,
     prompt=(
         "Write `split_gradient(queries, codes, pair)`: the exact population gradient in the queries, "
         "shape `(2, m)`, for softmax attention and the product readout $f = -z_1 z_2$ "
@@ -210,6 +212,8 @@ SELF_CERTIFIED_STEP = AutoQuestion(
     id="ch03-q2",
     title="A step size that certifies itself",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "A step of size $\\eta$ moves the scores of head $h$ from $s_h$ to $s_h + \\eta\\, t_h$. Let "
         "$\\gamma_h$ be the gap between the largest and the second largest entry of $t_h$ and "
@@ -236,6 +240,8 @@ SELF_CERTIFIED_STEP = AutoQuestion(
 WHY_ANTISYMMETRIC = WrittenQuestion(
     id="ch03-w1",
     title="Why the split model cannot start at zero",
+    level="core",
+    minutes=20,
     prompt=(
         "Start the split model at $q_1 = q_2 = 0$. What does one gradient step do to the two heads, "
         "and what loss does the model keep on the inputs whose hidden bits differ? Why does the "

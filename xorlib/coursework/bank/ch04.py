@@ -85,6 +85,8 @@ REST_MASS = AutoQuestion(
     id="ch04-q1",
     title="The rest mass, without cancellation",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "For scores `scores` of shape `(2, d)` (two softmax heads) and the hidden `pair` $(u, v)$, write "
         "`rest_mass(scores, pair)`: $E_h = \\sum_{k \\ne u, v} \\alpha_{h,k}$ for both heads, shape `(2,)`, "
@@ -166,6 +168,8 @@ LATTICE_SHARPNESS = AutoQuestion(
     id="ch04-q2",
     title="The sharpness from the lattice step",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "For sign codes every positive margin is a multiple of the lattice step $4/m$, so one sharpness "
         "works for every draw whose margin is positive. Write `lattice_sharpness(d, m, epsilon)`: "
@@ -189,6 +193,8 @@ LATTICE_SHARPNESS = AutoQuestion(
 NO_PAIR_NEEDED = WrittenQuestion(
     id="ch04-w1",
     title="A step size chosen without the pair",
+    level="core",
+    minutes=15,
     prompt=(
         "The certified step of the tied model depends on the margin between the pair and the "
         "closest other position, which depends on the unknown pair. Explain why the lattice step "

@@ -91,6 +91,8 @@ RELU_ATTENTION = AutoQuestion(
     id="ch05-q1",
     title="ReLU attention and its pull-back",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "ReLU attention sets $\\alpha_k = \\max(s_k, 0)/d$. For `scores` and an upstream gradient "
         "`grad` $= G$, both of shape `(2, d)`, write `relu_attention(scores, grad)`: the pair "
@@ -168,6 +170,8 @@ SIGMOID_ATTENTION = AutoQuestion(
     id="ch05-q2",
     title="Sigmoid attention and its pull-back",
     points=2,
+    level="warm-up",
+    minutes=10,
     prompt=(
         "Sigmoid attention sets $\\alpha_k = \\operatorname{sigm}(s_k - \\ln d)$, so that zero scores give weights "
         "close to $1/d$. For `scores` and `grad`, both of shape `(2, d)`, write "
@@ -190,6 +194,8 @@ SIGMOID_ATTENTION = AutoQuestion(
 ONLY_SOFTMAX_COUPLES = WrittenQuestion(
     id="ch05-w1",
     title="What only softmax does",
+    level="core",
+    minutes=15,
     prompt=(
         "Raising the two hidden scores of a softmax head lowers every other weight. Explain why no "
         "element-wise normaliser (linear, ReLU, sigmoid, componentwise) can do that, and what an "

@@ -90,6 +90,8 @@ SAMPLE_GRADIENT = AutoQuestion(
     id="ch06-q1",
     title="The empirical gradient in two passes",
     points=3,
+    level="core",
+    minutes=40,
     prompt=(
         "On samples `x` `(n, d)` and `y` `(n,)`, the mean loss is "
         "$\\hat L = \\frac1n\\sum_s \\tfrac12(f(x_s) - y_s)^2$ with softmax heads "
@@ -225,6 +227,8 @@ THRESHOLD = AutoQuestion(
     id="ch06-q2",
     title="The 50% threshold of a logistic fit",
     points=2,
+    level="challenge",
+    minutes=45,
     prompt=(
         "At each sample size `n_values[i]`, `successes[i]` of `trials[i]` runs succeeded. Fit "
         "$\\Pr(\\text{success}) = \\operatorname{sigm}(a + b\\ln n)$, $\\operatorname{sigm}(t) = 1/(1 + e^{-t})$, by maximum likelihood (binomial counts) and write "
@@ -246,6 +250,8 @@ THRESHOLD = AutoQuestion(
 HOW_N_STAR_GROWS = WrittenQuestion(
     id="ch06-w1",
     title="Reading a threshold curve",
+    level="core",
+    minutes=20,
     prompt=(
         "You have estimated $n^*(d)$ for $d = 16, 32, \\dots, 1024$. Explain how you would test "
         "whether $n^*$ grows like $d^2$ rather than like $d \\log d$, and what uncertainty each "

@@ -94,6 +94,8 @@ HINGE_GRADIENTS = AutoQuestion(
     id="ch07-q1",
     title="Hinge-loss gradients of a two-layer network",
     points=3,
+    level="core",
+    minutes=30,
     prompt=(
         "The baseline is $f(x) = \\sum_j a_j \\operatorname{relu}(\\langle w_j, x\\rangle + b_j)$ with the "
         "mean hinge loss $\\frac1n\\sum_s \\max(0, 1 - y_s f(x_s))$. For `x` `(n, d)`, `y` `(n,)`, `w` "
@@ -150,6 +152,8 @@ PARAMETER_COUNT = AutoQuestion(
     id="ch07-q2",
     title="How many parameters the baseline trains",
     points=1,
+    level="warm-up",
+    minutes=5,
     prompt=(
         "Write `parameter_count(d, width)`: the number of trainable numbers of the network "
         "$f(x) = \\sum_{j=1}^{\\text{width}} a_j \\operatorname{relu}(\\langle w_j, x\\rangle + b_j)$ on "
@@ -171,6 +175,8 @@ PARAMETER_COUNT = AutoQuestion(
 COMPARE_BUDGETS = WrittenQuestion(
     id="ch07-w1",
     title="Parameters against samples",
+    level="core",
+    minutes=15,
     prompt=(
         "The two-head model trains $2m = O(\\log d)$ numbers; the baseline trains "
         "$\\text{width}\\cdot(d+2)$. Discuss what this comparison does and does not say about which "
