@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
@@ -49,7 +48,7 @@ def plot_attention(weights: torch.Tensor, pair: tuple[int, int], *, ax: Axes | N
     w = _as_array(weights)
     d = w.shape[1]
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 2.6), layout="constrained")
+        _, ax = subplots(1, height=2.6)
     positions = np.arange(d)
     for k in pair:
         ax.axvspan(k - 0.5, k + 0.5, color=PAIR_COLOUR, alpha=0.25, lw=0)
