@@ -40,9 +40,9 @@ CLAIMS = (
     Claim("O(polylog d) trainable parameters (2m, m = O(log d))", "both", "proved", "02_tied_one_step", "lem-ties", "Ties are rare",
           "tests/core/test_theory.py::test_tie_probability_bound_holds_on_draws"),
     Claim("One gradient step finds the pair; the loss on every input is below ε", "tied", "proved", "02_tied_one_step",
-          "thm-tied", "Theorem T: one step of the tied model", "tests/core/test_theory.py::test_lattice_sharpness_certifies_every_separable_draw"),
+          "thm-tied", "One step of the tied model", "tests/core/test_theory.py::test_lattice_sharpness_certifies_every_separable_draw"),
     Claim("One gradient step puts the two heads on the two hidden bits; every input's loss below ε", "split",
-          "proved (conditional)", "03_split_heads", "thm-split", "Theorem S: one step splits the heads",
+          "proved (conditional)", "03_split_heads", "thm-split", "One step splits the heads",
           "tests/core/test_theory.py::test_split_first_order_direction_and_its_remainder_bound"),
     Claim("... at the default start scale σ = 1, d from 16 to 10⁶", "split", "observed", "04_one_step_across_d",
           "ch-across-d", "One step across d", "tests/learners/test_one_step.py::test_split_heads_split_on_every_one_of_20_draws_at_d_64"),
@@ -61,7 +61,7 @@ CLAIMS = (
     Claim("Linear, ReLU, sigmoid and component-wise attention fall short of softmax", "both", "observed",
           "05_attention_variants", "ch-variants", "Why exact softmax", "tests/experiments/test_attention_variants.py::test_alternatives_fall_short"),
     Claim("A sample-complexity bound for finite data (polynomial: order d²)", "split", "proved (conditional)",
-          "06_finite_samples", "thm-samples", "Theorem F: samples for one step of the split model", "tests/experiments/test_finite_samples.py::test_theorem_f_bound_is_above_the_measured_samples"),
+          "06_finite_samples", "thm-samples", "Samples for one step of the split model", "tests/experiments/test_finite_samples.py::test_theorem_f_bound_is_above_the_measured_samples"),
     Claim("Samples needed, measured (n* against d)", "both", "observed", "06_finite_samples", "ch-samples", "Finite samples",
           "tests/experiments/test_finite_samples.py::test_split_needs_fewer_samples_than_tied"),
     Claim("The tied model's window of step sizes with samples", "tied", "heuristic", "06_finite_samples", "ch-samples", "Finite samples",
@@ -82,7 +82,7 @@ def _where(claim: Claim) -> str:
 def claims_table() -> object:
     """The status table as the book's HTML table (:func:`xorlib.report.html_table`): claim, model, status, and where.
 
-    ``where`` names the chapter and the title of its statement or section (``ch. 2, theorem “Theorem T: …”``).
+    ``where`` names the chapter and the title of its statement or section (``ch. 2, theorem “One step of the tied model”``).
 
     Examples
     --------

@@ -37,7 +37,7 @@ __all__ = [
     "typical_rest_mass",
 ]
 
-#: The constant of the second-order remainder of the split direction (Lemma S2 of chapter 3):
+#: The constant of the second-order remainder of the split direction (``lem-split-direction``, chapter 3):
 #: ``||t_h - t_h^lin||_inf <= REMAINDER_CONSTANT * r^2 / d^2`` for ``r = ||s - mean(s)||_inf <= 1/4``.
 REMAINDER_CONSTANT = 100.0
 
@@ -253,7 +253,7 @@ def split_direction_first_order(
 
     and the exact directions :math:`t_h = -PP^\top\,\partial L/\partial s_h` differ from these by at most
     :data:`REMAINDER_CONSTANT` :math:`\cdot r^2/d^2` in every entry, :math:`r = \|\epsilon\|_\infty \le \tfrac14`
-    (Lemma S2 of chapter 3). Returns shape ``(2, d)``.
+    (``lem-split-direction``, chapter 3). Returns shape ``(2, d)``.
 
     Examples
     --------
@@ -278,7 +278,7 @@ def first_order_split_vector(codes: Codes2d, pair: Pair) -> torch.Tensor:
     r"""The vector :math:`c` with :math:`d^2(t_{1,u} - t_{1,v}) = \langle q_1, c\rangle + O(r^2)` at an antisymmetric start.
 
     :math:`c = \bigl[2(1-\rho) I - \tfrac{1 + 2/d}{d} P^\top P\bigr](p_u - p_v)`, with
-    :math:`\rho = \langle p_u, p_v\rangle` (Lemma S2 of chapter 3); head 2 gets :math:`-\langle q_1, c\rangle`.
+    :math:`\rho = \langle p_u, p_v\rangle` (``lem-split-direction``, chapter 3); head 2 gets :math:`-\langle q_1, c\rangle`.
 
     Examples
     --------
@@ -334,7 +334,7 @@ def split_sample_bound(
     delta: Annotated[float, Between(0.0, 1.0, open_low=True)],
     theta: Annotated[float, Between(0.0, 1e3)] = 0.65,
 ) -> float:
-    r"""The sample size of Theorem F (chapter 6): enough samples for the empirical split step to keep the heads' targets.
+    r"""The sample bound of chapter 6 (``thm-samples``): enough samples for the empirical split step to keep the heads' targets.
 
     If both heads' population directions have their largest entries at the two
     hidden bits with gaps at least :math:`\Gamma/d^2` (``gap`` is :math:`\Gamma`), and the

@@ -15,7 +15,7 @@ from xorlib.model import ModelConfig
 from xorlib.population import population
 from xorlib.task import random_pair
 
-REMAINDER_CONSTANT = 100.0  # Lemma S2's constant, as chapter 3 states it
+REMAINDER_CONSTANT = 100.0  # the constant of lem-split-direction, as chapter 3 states it
 
 
 def _exact_directions(codes: torch.Tensor, pair, queries: torch.Tensor) -> torch.Tensor:
@@ -25,7 +25,7 @@ def _exact_directions(codes: torch.Tensor, pair, queries: torch.Tensor) -> torch
 
 @pytest.mark.parametrize("d", [8, 33, 128, 1000])
 def test_split_first_order_direction_and_its_remainder_bound(d: int) -> None:
-    """Lemma S2: |t_h - t_h^lin| <= 100 r^2 / d^2, checked over starts up to r = 1/4."""
+    """lem-split-direction: |t_h - t_h^lin| <= 100 r^2 / d^2, checked over starts up to r = 1/4."""
     codes = Codes(d, seed=d).dense()
     pair = random_pair(d, seed=d)
     worst_ratio = 0.0

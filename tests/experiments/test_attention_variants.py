@@ -79,7 +79,7 @@ def test_alternatives_fall_short() -> None:
 
 
 def test_split_and_one_hot_rows_are_labelled_proved_only_where_a_statement_covers_them() -> None:
-    """Issue 20: split-model and one-hot rows were labelled proved by Theorem T or the Jensen floor.
+    """Issue 20: split-model and one-hot rows were labelled proved by the tied model's one-step theorem or the Jensen floor.
 
     Both need tied heads and balanced codes. A split-model row is never labelled proved; a one-hot row only by the
     stationary start (tied linear and ReLU attention), which holds for any codes, as checked here with one-hot codes.
@@ -95,9 +95,9 @@ def test_split_and_one_hot_rows_are_labelled_proved_only_where_a_statement_cover
                         assert not proved, row
                     if code_kind != "balanced" and proved:
                         assert row.status == "proved (stationary)", row
-                    if "Theorem T" in row.status or "Jensen" in row.status:
+                    if "one step of the tied model" in row.status or "Jensen" in row.status:
                         assert (heads, code_kind) == ("tied", "balanced"), row
-    assert variant_status("softmax", "tied", "balanced", 64) == "proved (Theorem T)"
+    assert variant_status("softmax", "tied", "balanced", 64) == "proved (one step of the tied model)"
     assert variant_status("softmax", "tied", "onehot", 64) == "observed"
     assert variant_status("componentwise", "split", "balanced", 64) == "observed"
     for kind in ("linear", "relu"):  # the stationary start with one-hot codes: no step moves it

@@ -1,4 +1,4 @@
-"""Chapter 6's claims: learning curves, the fits, Theorem F's bound, the two models compared, the window."""
+"""Chapter 6's claims: learning curves, the fits, the sample bound (``thm-samples``), the two models compared, the window."""
 
 from __future__ import annotations
 

@@ -121,19 +121,20 @@ def variant_status(attention: str, heads: str, code_kind: str, d: int) -> str:
 
     * linear and ReLU attention in the tied model: ``"proved (stationary)"``, the stationary start, which holds
       for any codes (at :math:`q = 0` every weight is 0 and the gradient vanishes);
-    * softmax in the tied model with balanced codes and even :math:`d`: ``"proved (Theorem T)"``;
+    * softmax in the tied model with balanced codes and even :math:`d`: ``"proved (one step of the tied model)"``,
+      the one-step theorem of the tied model (``thm-tied``);
     * component-wise attention in the tied model with balanced codes and :math:`d \ge 12`: the Jensen floor,
       ``"proved floor (Jensen); observed"``.
 
-    Everything else is observed at the sizes tried: the split model (Theorem S needs :math:`\sigma \le \sigma_0`
-    and the Jensen floor is proved for tied heads only), one-hot codes (not balanced), odd :math:`d`. Linear
-    attention in the split model has, besides, the heuristic of its column space.
+    Everything else is observed at the sizes tried: the split model (its one-step theorem, ``thm-split``, needs
+    :math:`\sigma \le \sigma_0` and the Jensen floor is proved for tied heads only), one-hot codes (not balanced),
+    odd :math:`d`. Linear attention in the split model has, besides, the heuristic of its column space.
     """
     balanced = code_kind == "balanced"
     if heads == "tied" and attention in ("linear", "relu"):
         return "proved (stationary)"
     if heads == "tied" and attention == "softmax" and balanced and d % 2 == 0:
-        return "proved (Theorem T)"
+        return "proved (one step of the tied model)"
     if heads == "tied" and attention == "componentwise" and balanced and d >= 12:
         return "proved floor (Jensen); observed"
     if heads == "split" and attention == "softmax":

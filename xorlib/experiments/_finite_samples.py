@@ -72,7 +72,7 @@ class SuccessGrid:
 
     @public
     def sample_bounds(self, delta: Annotated[float, Between(0.0, 1.0, open_low=True)] = 0.1) -> np.ndarray:
-        """Theorem F's sample size for every trial ``(code draws, trials)`` (``nan`` where a population gap is not positive).
+        """The sample bound :math:`N` (``thm-samples``) for every trial ``(code draws, trials)`` (``nan`` where a population gap is not positive).
 
         Examples
         --------
@@ -147,14 +147,14 @@ def thresholds(grid: SuccessGrid, criterion: str = "worst case") -> float:
 
 @dataclass(frozen=True)
 class ThresholdRow:
-    """The samples one model needs at one ``d``, beside Theorem F and the reference lines."""
+    """The samples one model needs at one ``d``, beside the sample bound (``thm-samples``) and the reference lines."""
 
     heads: str
     d: int
     draws: int
     n_star_worst_case: float  # criterion (A)
     n_star_signs: float  # criterion (B)
-    theorem_f: float  # median over draws of Theorem F's N (split model; nan for tied)
+    theorem_f: float  # median over draws of the sample bound N, thm-samples (split model; nan for tied)
     sq_frontier: float  # C(d, 2) / r, r = m (tied) or 2m (split)
     information_floor: float
 
@@ -189,7 +189,7 @@ class ModelSamples:
 
 @dataclass(frozen=True)
 class FiniteSamples:
-    """Both models' grids and fits, and the table of :math:`n^*` beside Theorem F and the reference lines."""
+    """Both models' grids and fits, and the table of :math:`n^*` beside the sample bound and the reference lines."""
 
     split: ModelSamples
     tied: ModelSamples
@@ -207,7 +207,7 @@ class ModelGrid:
 
 @config
 class FiniteSamplesPlan:
-    """The split and the tied model's grids, the target, the bootstrap's resamples, Theorem F's delta, the first seed."""
+    """The split and the tied model's grids, the target, the bootstrap's resamples, the sample bound's delta, the first seed."""
 
     split: ModelGrid
     tied: ModelGrid
@@ -247,7 +247,7 @@ _FULL = FiniteSamplesPlan(
 
 @experiment("finite_samples", book=_BOOK, full=_FULL, full_minutes=2.4)
 def finite_samples(plan: FiniteSamplesPlan) -> FiniteSamples:
-    """Samples one step needs, both models, under both criteria: learning curves, n* fits, Theorem F beside them."""
+    """Samples one step needs, both models, under both criteria: learning curves, n* fits, the sample bound beside them."""
     split = _model_samples("split", plan.split, plan)
     tied = _model_samples("tied", plan.tied, plan)
     rows = tuple(_threshold_row(grid, plan.delta) for model in (split, tied) for grid in model.grids)

@@ -154,7 +154,7 @@ class RemainderRow:
 
 @dataclass(frozen=True)
 class Remainders:
-    """The rows of the check, and the constant of Lemma S2 that every ratio with :math:`r \\le 1/4` must stay below."""
+    """The rows of the check, and the constant of ``lem-split-direction`` (chapter 3) that every ratio with :math:`r \\le 1/4` must stay below."""
 
     rows: tuple[RemainderRow, ...]
     constant: float
@@ -172,7 +172,7 @@ class RemainderPlan:
 
 @experiment("remainder", book=RemainderPlan(), full=RemainderPlan(ds=(16, 128, 1024, 8192)))
 def remainder_ratios(plan: RemainderPlan) -> Remainders:
-    r"""The split direction against its first-order form (Lemma S2): the remainder over :math:`r^2/d^2` at many starts."""
+    r"""The split direction against its first-order form (``lem-split-direction``): the remainder over :math:`r^2/d^2` at many starts."""
     rows = []
     for d in plan.ds:
         for seed, sigma in enumerate(plan.sigmas):
