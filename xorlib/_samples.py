@@ -47,9 +47,10 @@ def score_gradients(
     sample_sizes: Sequence[int],
     seed: int,
 ) -> list[torch.Tensor]:
-    r"""The empirical score gradient :math:`\partial\hat L/\partial s` ``(2, d)`` for each ``n`` of ``sample_sizes`` (increasing).
+    r"""The empirical score gradient :math:`\partial\hat L/\partial s` ``(..., 2, d)`` for each ``n`` of ``sample_sizes`` (increasing).
 
-    One pass over the first ``max(sample_sizes)`` samples of the stream of ``seed``.
+    One pass over the first ``max(sample_sizes)`` samples of the stream of ``seed``. ``scores`` is ``(2, d)``
+    for one model, or ``(models, 2, d)`` for several models (several starts) on the same samples.
     """
     c0, c1 = readout
     d = scores.shape[-1]
@@ -62,9 +63,9 @@ def score_gradients(
         while start < x.shape[0]:
             stop = min(x.shape[0], start + targets[len(out)] - seen)  # never run past the next snapshot
             block_x, block_y = x[start:stop], y[start:stop]
-            z = weights @ block_x.T  # (2, rows)
-            residual = c0 - c1 * z[0] * z[1] - block_y
-            running += (residual * z.flip(0)) @ block_x
+            z = weights @ block_x.T  # (..., 2, rows)
+            residual = c0 - c1 * z[..., 0, :] * z[..., 1, :] - block_y  # (..., rows)
+            running += (residual.unsqueeze(-2) * z.flip(-2)) @ block_x
             seen += stop - start
             start = stop
             while len(out) < len(targets) and seen == targets[len(out)]:

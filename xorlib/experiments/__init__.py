@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (each module registers its experiments)
     _linear_models,
     _multistep,
     _one_step,
+    _sigma_samples,
     _verify,
 )
 from ._registry import REGISTRY

@@ -249,20 +249,38 @@ def _gradient(config: StepConfig) -> _Gradient:
 
 def _empirical_gradients(config: StepConfig, sample_sizes: list[int]) -> list[_Gradient]:
     """The learner's state for the first ``n`` samples of the stream, for every ``n`` of ``sample_sizes`` (one pass)."""
+    return [states[0] for states in _shared_stream_gradients([config], sample_sizes)]
+
+
+def _shared_stream_gradients(configs: list[StepConfig], sample_sizes: list[int]) -> list[list[_Gradient]]:
+    """``[n][config]``: the states of several starts of one task on the first ``n`` samples of one stream (one pass).
+
+    The configs differ at most in their model's start (:func:`learning_curves` checks it); the samples' pass
+    computes every start's gradient at once.
+    """
+    config = configs[0]
     model, pair, device = config.model, config.pair, torch.device(config.device)
     d, c0, c1 = model.d, *model.readout
-    codes = model.codes
-    q = model.initial_queries().to(device)
-    at_pair = codes.rows(list(pair)).to(device)
-    dense = codes.dense(device=device)
+    at_pair = model.codes.rows(list(pair)).to(device)
+    dense = model.codes.dense(device=device)
     dense_view = BlockView(0, d, model.m, model.m, 1.0, rows=dense)
 
     def views():
         return [dense_view]
 
-    stats = head_stats(views, q, pair, q @ at_pair.T)
-    score_grads = score_gradients(q @ dense.T, pair, (c0, c1), model.normaliser, sample_sizes, config.data_seed)
-    return [_Gradient(views, q, -(d**2 / c1) * (g @ dense), stats, at_pair) for g in score_grads]
+    starts = [c.model.initial_queries().to(device) for c in configs]
+    stats = [head_stats(views, q, pair, q @ at_pair.T) for q in starts]
+    scores = starts[0] @ dense.T if len(configs) == 1 else torch.stack([q @ dense.T for q in starts])
+    score_grads = score_gradients(scores, pair, (c0, c1), model.normaliser, sample_sizes, config.data_seed)
+    if len(configs) == 1:
+        score_grads = [g.unsqueeze(0) for g in score_grads]
+    return [
+        [
+            _Gradient(views, q, -(d**2 / c1) * (g @ dense), s, at_pair)
+            for q, s, g in zip(starts, stats, grads, strict=True)
+        ]
+        for grads in score_grads
+    ]
 
 
 def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
@@ -403,3 +421,27 @@ def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[S
     with threads(1):
         states = _empirical_gradients(config, sizes)
         return tuple(_run(dataclasses.replace(config, n=n), state) for n, state in zip(sizes, states, strict=True))
+
+
+def learning_curves(
+    configs: tuple[StepConfig, ...], sample_sizes: tuple[int, ...]
+) -> tuple[tuple[StepResult, ...], ...]:
+    """:func:`learning_curve` for several starts of one task, ``[config][n]``, in one pass over one stream of samples.
+
+    The configs may differ only in their model's start (``sigma``, ``start``, ``init_seed``): the codes, the pair,
+    the samples and the step rule are shared, so the starts see the same samples. ``config.n`` is ignored.
+    """
+    first = configs[0]
+    for other in configs[1:]:
+        model = dataclasses.replace(
+            other.model, sigma=first.model.sigma, start=first.model.start, init_seed=first.model.init_seed
+        )
+        if model != first.model or dataclasses.replace(other, model=first.model, n=first.n) != first:
+            raise ValueError("configs must differ only in their model's start (sigma, start, init_seed)")
+    sizes = list(sample_sizes)
+    with threads(1):
+        states = _shared_stream_gradients(list(configs), sizes)
+        return tuple(
+            tuple(_run(dataclasses.replace(config, n=n), at_n[k]) for n, at_n in zip(sizes, states, strict=True))
+            for k, config in enumerate(configs)
+        )
