@@ -163,3 +163,18 @@ def test_a_chapter_is_stored_as_jupyterlab_saves_it(path: Path) -> None:
     text = path.read_text()
     saved = jupytext.writes(jupytext.reads(text, fmt="md:myst", config=config), fmt="md:myst", config=config)
     assert saved == text, f"{path.name}: saving it in JupyterLab would rewrite it; run it through jupytext once"
+
+
+def test_every_experiments_command_the_book_shows_names_registered_experiments() -> None:
+    """``python -m xorlib.experiments NAME ... --full``: one CLI over the registry (the per-module CLIs are gone)."""
+    from xorlib.experiments._registry import REGISTRY
+
+    command = re.compile(r"python -m xorlib\.experiments(?P<module>\.\w+)?(?P<words>(?: [\w-]+)*)")
+    found = 0
+    for path in [*CHAPTERS, ROOT / "README.md"]:
+        for match in command.finditer(path.read_text()):
+            found += 1
+            assert match["module"] is None, f"{path.name}: {match[0]!r} is a per-module CLI that no longer exists"
+            names = [w for w in match["words"].split() if re.fullmatch(r"[a-z_]+", w)]
+            assert set(names) <= set(REGISTRY), f"{path.name}: {match[0]!r} names an unregistered experiment"
+    assert found, "no experiments command found: the pattern is wrong"
