@@ -196,3 +196,23 @@ def test_every_formula_is_finite_at_the_ends_of_its_ranges() -> None:
         theory.split_rest_target(2.0),
     ]
     assert all(math.isfinite(v) for v in values), values
+
+
+@pytest.mark.parametrize(("d", "m"), [(256, 16), (1024, 64), (4096, 16), (1024, 40)])
+def test_split_direction_self_term_shrinks_the_scores_by_about_one_over_m_not_one_over_d(d: int, m: int) -> None:
+    """Issue 20: the third term of lem-split-direction is about s/m (P^T P is about (d/m) I), not s/d."""
+    factors = []
+    for seed in range(5000, 5005):  # fresh seeds, never used by the book
+        model = ModelConfig(d, "split", m=m, code_seed=seed, init_seed=seed)
+        codes, q = model.codes.dense(), model.initial_queries()[0]
+        pair = random_pair(d, seed=seed)
+        t = theory.split_direction_first_order(codes, pair, q)
+        s = codes @ q
+        centred = s - s.mean()
+        h = codes @ (codes[pair[0]] - codes[pair[1]])
+        self_term = (s[pair[0]] - s[pair[1]]) * h - d**2 * (t[0] - t[1]) / 2  # (1 + 2/d)/d P P^T s~
+        factors.append(float(self_term @ centred / (centred @ centred)))
+    scaled = torch.tensor(factors) * m
+    assert bool(((scaled > 0.5) & (scaled < 2.0)).all()), scaled
+    assert 0.8 < float(scaled.mean()) < 1.3, scaled
+    assert min(factors) * d > 4  # far from 1/d
