@@ -176,10 +176,13 @@ def tie_probability_bound(d: D, m: Annotated[int, Between(1, MAX_M)]) -> float:
     r"""An upper bound on the probability that balanced sign codes leave the pair unseparated (margin 0).
 
     Position :math:`k` ties with the pair iff :math:`p_k` agrees with :math:`p_u` or
-    :math:`p_v` on every coordinate. Coordinates are independent across columns
-    and each is tied with probability at most :math:`\tfrac34` (exactly
-    :math:`\tfrac34 - \tfrac1{4(c-1)}` averaged over the random pairing of a block of
-    :math:`c` rows), so a union bound over the :math:`d - 2` positions gives
+    :math:`p_v` on every coordinate. Coordinates are independent across columns,
+    and under the cyclic pairing :math:`i \leftrightarrow (\mu - i) \bmod c` of a block of
+    :math:`c` rows (:math:`\mu` odd and uniform) each is tied with probability at most
+    :math:`\tfrac34`: exactly :math:`\tfrac34`, or :math:`\tfrac34 - \tfrac1c` when :math:`u, v` have
+    one parity and :math:`k` the other (``lem-ties``, chapter 2; larger blocks pair whole groups
+    of eight coordinates, which costs a factor :math:`1 + O(m/c)`), so a union
+    bound over the :math:`d - 2` positions gives
     :math:`(d-2)(3/4)^m`; with :math:`m = 4\log_2 d` that is about :math:`d^{-0.66}`.
 
     Examples

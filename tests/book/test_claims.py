@@ -30,3 +30,22 @@ def test_the_table_renders_every_claim() -> None:
     assert html.count("<tr>") == len(CLAIMS) + 1
     assert "ch. 2, lemma “Ties are rare”" in html  # where: the chapter and the statement's title, never a label slug
     assert not re.search(r"\d\^\d", html)  # powers of ten as superscripts (10⁶), never 10^6
+
+
+def _readme_rows() -> list[list[str]]:
+    """The rows of the README's table under "What the book shows, and for which model", as lists of cells."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## What the book shows, and for which model\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    assert lines[0] == "| claim of the abstract | model | status in the book | where |", lines[0]
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines[2:]]
+
+
+def test_the_readme_table_is_the_status_table_word_for_word() -> None:
+    """Issue 20: the README over-claimed (Theorem F "proved", softmax "proved ... both"); its rows are CLAIMS'."""
+    from xorlib.claims import _where
+
+    rows = _readme_rows()
+    assert [row[0] for row in rows] == [c.claim for c in CLAIMS]
+    for row, claim in zip(rows, CLAIMS, strict=True):
+        assert row == [claim.claim, claim.model, claim.status, _where(claim)], (row, claim)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -196,3 +197,61 @@ def test_every_formula_is_finite_at_the_ends_of_its_ranges() -> None:
         theory.split_rest_target(2.0),
     ]
     assert all(math.isfinite(v) for v in values), values
+
+
+@pytest.mark.parametrize(("d", "m"), [(256, 16), (1024, 64), (4096, 16), (1024, 40)])
+def test_split_direction_self_term_shrinks_the_scores_by_about_one_over_m_not_one_over_d(d: int, m: int) -> None:
+    """Issue 20: the third term of lem-split-direction is about s/m (P^T P is about (d/m) I), not s/d."""
+    factors = []
+    for seed in range(5000, 5005):  # fresh seeds, never used by the book
+        model = ModelConfig(d, "split", m=m, code_seed=seed, init_seed=seed)
+        codes, q = model.codes.dense(), model.initial_queries()[0]
+        pair = random_pair(d, seed=seed)
+        t = theory.split_direction_first_order(codes, pair, q)
+        s = codes @ q
+        centred = s - s.mean()
+        h = codes @ (codes[pair[0]] - codes[pair[1]])
+        self_term = (s[pair[0]] - s[pair[1]]) * h - d**2 * (t[0] - t[1]) / 2  # (1 + 2/d)/d P P^T s~
+        factors.append(float(self_term @ centred / (centred @ centred)))
+    scaled = torch.tensor(factors) * m
+    assert bool(((scaled > 0.5) & (scaled < 2.0)).all()), scaled
+    assert 0.8 < float(scaled.mean()) < 1.3, scaled
+    assert min(factors) * d > 4  # far from 1/d
+
+
+@pytest.mark.parametrize("rows", [8, 10])
+def test_tie_probability_per_coordinate_of_the_cyclic_pairing_is_at_most_three_quarters(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: lem-ties for the pairing the code builds, k <-> (mu - k) mod C with mu odd, not a random matching.
+
+    Exact: every odd mu (the code's own pair_rows, its draw of mu replaced by each value in turn) and every sign
+    pattern of the block's rows on one coordinate. Position k is in the box of u, v unless p_u = p_v != p_k."""
+    from xorlib import _packed
+    from xorlib._random import bytes_to_signs
+
+    coordinates = 2**rows  # coordinate c holds the bit pattern c of the rows: every pattern once
+    bits = (torch.arange(coordinates).unsqueeze(0) >> torch.arange(rows).unsqueeze(1)) & 1  # (rows, coordinates)
+    raw = (bits.view(rows, -1, 8) << torch.arange(8)).sum(-1).to(torch.uint8)  # bit b of byte g: coordinate 8g + b
+    signs = []
+    for half in range(rows // 2):  # mu = 2 * half + 1: every odd mu, equally likely
+        monkeypatch.setattr(
+            _packed.torch, "randint", lambda low, high, size, generator, half=half: torch.full(size, half)
+        )
+        paired = _packed.pair_rows(raw.clone(), rows, coordinates, torch.Generator())
+        signs.append(bytes_to_signs(paired.contiguous(), coordinates, torch.float64))  # (rows, coordinates)
+    monkeypatch.undo()
+    signs = torch.stack(signs)  # (mu, rows, coordinates)
+    assert bool((signs.sum(1) == 0).all())  # balanced: every column sums to zero
+    largest = 0.0
+    for u, v, k in itertools.permutations(range(rows), 3):
+        if u > v:
+            continue
+        outside = (signs[:, u] == signs[:, v]) & (signs[:, k] != signs[:, u])
+        inside = 1 - float(outside.double().mean())
+        # u and v paired (u + v odd) and k paired with one of them cancel; k paired with u or v when u + v is even
+        # and k has the other parity lowers it by 1/C
+        expected = 0.75 - 1 / rows if (u + v) % 2 == 0 and (u + k) % 2 == 1 else 0.75
+        assert inside == pytest.approx(expected, abs=1e-12), (u, v, k)
+        largest = max(largest, inside)
+    assert largest == pytest.approx(0.75, abs=1e-12)

@@ -19,6 +19,7 @@ from xorlib.learners._authors import (
     authors_loss,
     authors_predict,
     margin_bounds,
+    pair_mass_needed,
     parity_readout,
     radius_for_peak,
     train_authors,
@@ -157,3 +158,40 @@ def test_radius_for_peak_refuses_a_weight_out_of_reach_by_name() -> None:
     assert radius_for_peak(16, 7 / 8) > 1
     with pytest.raises(ValueError, match="weight = 0.5 is out of reach"):
         radius_for_peak(10**6, 0.5)
+
+
+def _every_sign_right(beta_u: float, beta_v: float, d: int = 8) -> bool:
+    """Every sign right, over all 2^d inputs, for a combined attention with beta_u, beta_v on the hidden bits 0, 1
+    and the rest (2 - beta_u - beta_v) spread evenly over the other positions."""
+    beta = torch.full((d,), (2 - beta_u - beta_v) / (d - 2), dtype=torch.float64)
+    beta[0], beta[1] = beta_u, beta_v
+    x = torch.tensor(list(itertools.product([0.0, 1.0], repeat=d)), dtype=torch.float64)
+    y = 2 * (x[:, :2].sum(-1) % 2) - 1
+    return bool((y * parity_readout(x @ beta, 2) > 0).all())
+
+
+def test_every_sign_right_needs_fifteen_eighths_on_the_pair_not_seven_quarters() -> None:
+    """Issue 20: the readout on (3/2, 2] is 15 - 8c, so the pair needs more than 15/8 (the chapter said 7/4)."""
+    c = torch.linspace(1.5, 2.0, 101, dtype=torch.float64)[1:]
+    assert torch.allclose(parity_readout(c, 2), 15 - 8 * c, rtol=0, atol=1e-12)
+    assert pair_mass_needed() == 15 / 8
+    assert not _every_sign_right(0.9, 0.9)  # 1.8 on the pair: above 7/4, below 15/8, and a sign is wrong
+    assert _every_sign_right(0.95, 0.95)  # 1.9 > 15/8
+    assert _every_sign_right(1.05, 0.83) and not _every_sign_right(1.2, 0.74)  # each bit needs more than 3/4
+    from xorlib.experiments._authors import PEAK
+
+    assert PEAK == 15 / 16
+    # the radii the chapter quotes: a head aimed at one position puts 15/16 on it
+    assert [round(radius_for_peak(d, PEAK)) for d in (8, 16, 32)] == [23, 179, 1416]
+
+
+def test_training_records_the_largest_growth_of_each_radius_in_one_epoch() -> None:
+    config = AuthorsConfig(8, epochs=40, check_every=20)
+    supports = [(0, 5), (1, 4)]
+    run = train_authors(config, supports, seed=0)
+    assert run.largest_growth.shape == (2, 2)
+    short = train_authors(AuthorsConfig(8, epochs=1, check_every=1), supports, seed=0)
+    # the first step of the longer run is this one; the largest growth is at least it
+    first = torch.tensor(short.params).norm(dim=-1) - 1  # every head starts at |A| = 1
+    assert torch.allclose(torch.tensor(short.largest_growth), first.clamp(min=0), atol=1e-12)
+    assert bool((run.largest_growth >= short.largest_growth - 1e-12).all())

@@ -27,7 +27,7 @@ import torch
 from .._contract import Between, Items, Seed, config, public
 from .._random import generator
 from .._runtime import progress
-from ..learners._authors import AuthorsConfig, radius_for_peak, train_authors
+from ..learners._authors import AuthorsConfig, pair_mass_needed, radius_for_peak, train_authors
 from ..learners._mlp import BARAK_EVAL_N, MLPConfig, min_margin, train_mlp
 from ..learners._one_step import one_step
 from ..learners._training import TrainConfig, train
@@ -36,8 +36,10 @@ from ..task import random_pair
 from ._criteria import EPSILON, criteria, median, test_set
 from ._registry import experiment
 
-#: The peak weight whose radius :attr:`AuthorsRuns.radius_needed` reports: a head aimed at one position puts 7/8 on it.
-PEAK = 7 / 8
+#: The peak weight whose radius :attr:`AuthorsRuns.radius_needed` reports: a head aimed at one position puts 15/16 on
+#: it, so that two heads aimed at two hidden bits that are not neighbours put the 15/8 of
+#: :func:`~xorlib.learners._authors.pair_mass_needed` on the pair.
+PEAK = pair_mass_needed() / 2
 
 PATTERNS = ("one head per bit", "both heads on both bits", "near-uniform attention", "another pattern")
 
@@ -80,7 +82,8 @@ class AuthorsRuns:
     attention: np.ndarray  # (R, k, d)
     radius: np.ndarray  # (R, k): |A| of each head at the end
     patterns: tuple[str, ...]
-    radius_needed: float  # the |A| at which a head puts PEAK = 7/8 on the position it is aimed at
+    radius_needed: float  # the |A| at which a head puts PEAK = 15/16 on the position it is aimed at
+    largest_growth: np.ndarray  # (R, k): the largest growth of each head's |A| in one epoch
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,9 @@ def _authors(d: int, epochs: int, pairs: list[tuple[int, int]], seed: int) -> tu
     patterns = tuple(_pattern(a, s) for a, s in zip(run.attention, run.supports, strict=True))
     radius = np.linalg.norm(run.params, axis=-1)
     return row, AuthorsRuns(
-        d, 2, run.supports, run.epochs, run.margin, run.loss, run.attention, radius, patterns, radius_for_peak(d, PEAK)
-    )
+        d, 2, run.supports, run.epochs, run.margin, run.loss, run.attention, radius, patterns, radius_for_peak(d, PEAK),
+        run.largest_growth,
+    )  # fmt: skip
 
 
 def _how(d: int, tests) -> str:
@@ -308,4 +312,5 @@ def authors_default(plan: AuthorsDefaultPlan) -> AuthorsRuns:
         radius,
         patterns,
         radius_for_peak(16, PEAK),
+        run.largest_growth,
     )

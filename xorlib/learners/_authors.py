@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from .._random import derive_seed, generator, random_bytes
-from ._authors_core import attention, loss_and_grad, pack, parity_labels, readout
+from ._authors_core import attention, loss_and_grad, pack, parity_labels, pieces, readout
 from ._authors_core import margins as smallest_margins
 from ._training import DivergenceError
 
@@ -132,6 +132,18 @@ def radius_for_peak(d: int, weight: float) -> float:
     return high
 
 
+def pair_mass_needed() -> float:
+    r"""The combined attention :math:`\beta_u + \beta_v` of two heads on the two hidden bits above which every sign can be right.
+
+    The readout (:math:`k = 2`) is :math:`\hat y = 15 - 8c` on :math:`(\tfrac32, 2]`; the input with both
+    hidden bits set and no other has count :math:`\beta_u + \beta_v` and even parity, so it needs
+    :math:`\hat y < 0` there: :math:`\beta_u + \beta_v > \tfrac{15}8`, the zero of the readout's last
+    linear piece. With :math:`\beta_u, \beta_v > \tfrac34` this is also enough (every input's sign is right).
+    """
+    slopes, intercepts = pieces(2, torch.float64)
+    return float(-intercepts[-1] / slopes[-1])
+
+
 def parity_readout(count: torch.Tensor, k: int) -> torch.Tensor:
     r"""The frozen readout :math:`\hat y = -1 + \sum_{i<k} (-1)^i(4 + 8i)\,\mathrm{ReLU}(c - i - \tfrac12)` of soft counts ``count``."""
     return readout(count, k)
@@ -211,6 +223,7 @@ class AuthorsRun:
     epochs_to_sign: tuple[int | None, ...]
     attention: np.ndarray  # (R, k, d) final attention
     params: np.ndarray  # (R, k, 2) final (A02, A03)
+    largest_growth: np.ndarray  # (R, k) the largest growth of a head's radius |A| in one epoch
     seconds: float
     sign_test: str
 
@@ -262,6 +275,7 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
     epochs, losses, margins = [], [], []
     success: list[int | None] = [None] * runs
     sign: list[int | None] = [None] * runs
+    growth = torch.zeros(runs, config.k, dtype=torch.float64)
     for epoch in range(config.epochs + 1):
         loss, grad = loss_and_grad(a.detach(), d, train_set, y)
         if not (bool(torch.isfinite(loss).all()) and bool(torch.isfinite(grad).all())):
@@ -285,7 +299,9 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
         if epoch == config.epochs:
             break
         a.grad = grad
+        radius = a.detach().norm(dim=-1)
         optimiser.step()
+        growth = torch.maximum(growth, a.detach().norm(dim=-1) - radius)
     final = a.detach()
     return AuthorsRun(
         config=config,
@@ -297,6 +313,7 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
         epochs_to_sign=tuple(sign),
         attention=attention(final, config.d).numpy(),
         params=final.numpy().copy(),
+        largest_growth=growth.numpy(),
         seconds=time.perf_counter() - start,
         sign_test=sign_test,
     )
