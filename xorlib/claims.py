@@ -37,7 +37,7 @@ CLAIMS = (
           "tests/core/test_population.py::test_the_split_model_at_an_antisymmetric_start_matches_autograd_through_the_module"),
     Claim("The tied model's two heads are one head in disguise", "tied", "proved", "03_split_heads", "prop-one-head", "One head in disguise",
           "tests/learners/test_one_step.py::test_tied_heads_are_one_head_in_disguise"),
-    Claim("O(polylog d) trainable parameters (2m, m = O(log d))", "both", "proved", "02_tied_one_step", "lem-ties", "Ties are rare",
+    Claim("O(polylog d) trainable parameters suffice (2m, m = O(log d))", "tied", "proved", "02_tied_one_step", "lem-ties", "Ties are rare",
           "tests/core/test_theory.py::test_tie_probability_bound_holds_on_draws"),
     Claim("One gradient step finds the pair; the loss on every input is below ε", "tied", "proved", "02_tied_one_step",
           "thm-tied", "One step of the tied model", "tests/core/test_theory.py::test_lattice_sharpness_certifies_every_separable_draw"),

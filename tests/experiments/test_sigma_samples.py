@@ -57,9 +57,9 @@ def test_the_table_has_the_shape_the_chapter_reads(small: SigmaSamples) -> None:
     keys = list(table[0])
     assert all(list(row) == keys for row in table) and len(keys) == 3 + len(SMALL.multiples)
     assert len(plan("sigma_samples").multiples) + 3 <= 6  # the book's table stays narrow
-    assert keys[0] == r"$\sigma$" and keys[-2] == "both heads on one hidden bit, $n = 64d^2$"
+    assert keys[0] == r"$\sigma$" and keys[-2] == "one bit, $64d^2$"
     assert [row[r"$\sigma$"] for row in table] == list(SMALL.sigmas)
-    assert [row["success, $n = 4d^2$"] for row in table] == [row.successes[0] for row in small.rows]
+    assert [row["$n = 4d^2$"] for row in table] == [row.successes[0] for row in small.rows]
 
 
 def test_the_seeds_are_held_out() -> None:

@@ -65,12 +65,12 @@ class SigmaSamples:
         """
         largest = f"{self.multiples[-1]}d^2"
         out = []
-        for row in self.rows:
+        for row in self.rows:  # short headers: the table fits the column; the caption says what each counts
             entry: dict[str, object] = {r"$\sigma$": row.sigma}
             for k, count in zip(self.multiples, row.successes, strict=True):
-                entry[f"success, $n = {k}d^2$"] = count
-            entry[f"both heads on one hidden bit, $n = {largest}$"] = row.one_bit[-1]
-            entry["population step splits"] = row.population_splits
+                entry[f"$n = {k}d^2$"] = count
+            entry[f"one bit, ${largest}$"] = row.one_bit[-1]
+            entry["population"] = row.population_splits
             out.append(entry)
         return out
 
