@@ -1,5 +1,5 @@
 """Stress: 20 runs of a class of 30 on 2 workers, each grading every notebook (the old grader left 25 to 27 of 28
-"not graded", with exit status 0, in 2 runs of 5). Slow (about 30 s a run on 2 cores):
+"not graded", with exit status 0, in 2 runs of 5). Slow (35 to 40 s a run on 2 quiet cores, about 13 minutes in all):
 
     .venv/bin/python -m pytest tests/tooling -m slow          # XORLIB_STRESS_RUNS=N for another number of runs
 
