@@ -395,9 +395,27 @@ def export(notebook: dict[str, Any], book: Book, glue: Mapping[str, str] | None 
             cell["source"] = convert_markdown(source, book, recorded_values(cell), glue or {})
             cell["metadata"].pop(RECORD_KEY, None)
         cells.append(cell)
+        caption = _figure_caption(cell, book, glue or {})
+        if caption is not None:
+            cells.append(caption)
     result["cells"] = [install_cell(book), *cells]
     result.setdefault("metadata", {}).pop("jupytext", None)
     return result
+
+
+def _figure_caption(cell: dict[str, Any], book: Book, glue: Mapping[str, str]) -> dict[str, Any] | None:
+    """A figure cell's caption (MyST in ``mystnb.figure``, which plain Jupyter never shows) as a markdown cell below
+    it, numbered as the book numbers it; the metadata keeps the converted text, never raw roles."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure") if cell["cell_type"] == "code" else None
+    if not isinstance(figure, dict) or not figure.get("caption"):
+        return None
+    figure["caption"] = _inline(" ".join(str(figure["caption"]).split()), book, {}, glue)
+    number = book.resolve("numref", figure["name"]) if figure.get("name") else None
+    return {
+        "cell_type": "markdown",
+        "metadata": {},
+        "source": f"*{number.text + '. ' if number else ''}{figure['caption']}*",
+    }
 
 
 def raw_myst(notebook: Mapping[str, Any]) -> list[str]:

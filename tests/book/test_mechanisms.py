@@ -149,6 +149,30 @@ def test_the_export_converts_every_construct_the_chapters_use() -> None:
         xorlib_export.convert_markdown("{ref}`nowhere`", book, {}, {})
 
 
+def test_a_figures_caption_becomes_a_visible_converted_cell_below_it() -> None:
+    """Plain Jupyter never shows ``mystnb.figure``: the download puts the caption under the figure, roles resolved."""
+    targets = {("prf:ref", "thm"): xorlib_export.Target("Theorem 5", "B/ch.html#thm")}
+    targets[("numref", "fig-x")] = xorlib_export.Target("Fig. 3", "B/ch.html#fig-x")
+    book = xorlib_export.Book("B/", lambda role, target: targets.get((role, target)), lambda _: "", {}, ROOT, "w.whl")
+    figure = {"name": "fig-x", "caption": "The floor that {prf:ref}`thm`\n  proves."}
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {"mystnb": {"figure": figure}}, "source": "plot()", "outputs": []}],
+        "metadata": {},
+    }
+    out = xorlib_export.export(notebook, book)
+    caption = out["cells"][2]
+    assert (
+        caption["cell_type"] == "markdown"
+        and caption["source"] == "*Fig. 3. The floor that [Theorem 5](B/ch.html#thm) proves.*"
+    )
+    assert (
+        out["cells"][1]["metadata"]["mystnb"]["figure"]["caption"]
+        == "The floor that [Theorem 5](B/ch.html#thm) proves."
+    )
+    assert "{prf:" in figure["caption"], "the executed notebook itself is not changed"
+    assert xorlib_export.raw_myst(out) == []
+
+
 @pytest.mark.slow
 @pytest.mark.notebooks
 def test_a_downloaded_chapter_runs_in_a_fresh_environment_from_the_served_site(
