@@ -417,10 +417,7 @@ def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[S
     ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
     each result equals :func:`take_step` with that ``n`` up to rounding (the sums are split at the snapshots).
     """
-    sizes = list(sample_sizes)
-    with threads(1):
-        states = _empirical_gradients(config, sizes)
-        return tuple(_run(dataclasses.replace(config, n=n), state) for n, state in zip(sizes, states, strict=True))
+    return learning_curves((config,), sample_sizes)[0]
 
 
 def learning_curves(
