@@ -27,6 +27,15 @@ HTML_DIR = Path(os.environ.get("XORLIB_HTML_DIR", ROOT / "_build" / "html")).res
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 
+def labels_of(source: str) -> set[str]:
+    """The labels a chapter's MyST source defines: ``(label)=`` targets and the ``:label:`` of its directives."""
+    import re
+
+    return set(re.findall(r"^\(([\w.:-]+)\)=\s*$", source, re.M)) | set(
+        re.findall(r"^:label: ([\w.:-]+)\s*$", source, re.M)
+    )
+
+
 def loopback_works() -> bool:
     """Whether a server on 127.0.0.1 can be reached (not in a bare ``unshare -n``, where lo is down)."""
     with socket.socket() as server:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import labels_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -74,7 +75,7 @@ def _prose(text: str) -> str:
 
 def _chapter_of(label: str, chapters: dict[str, str]) -> str | None:
     for name, text in chapters.items():
-        if re.search(rf"^\({re.escape(label)}\)=\s*$|^:label: {re.escape(label)}\s*$", text, flags=re.M):
+        if label in labels_of(text):
             return name
     return None
 

@@ -39,6 +39,7 @@ import _allowlist
 import _chromium
 import pytest
 import yaml
+from conftest import labels_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
@@ -431,13 +432,6 @@ def _book_values(chapter: str) -> list[str]:
     )
 
 
-def _labels_of(source: str) -> set[str]:
-    """The labels a chapter defines in its MyST: ``(label)=`` targets and the ``:label:`` of its directives."""
-    return set(re.findall(r"^\(([\w.:-]+)\)=\s*$", source, re.M)) | set(
-        re.findall(r"^:label: ([\w.:-]+)\s*$", source, re.M)
-    )
-
-
 def _git_status(paths: list[str]) -> str:
     result = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True)
     return result.stdout.strip() if result.returncode == 0 else ""
@@ -458,7 +452,7 @@ def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab) 
             found += ["maths errors"] if state["mathErrors"] else []
             # jupyterlab-myst resolves a reference within its notebook only, and knows no myst-nb figure name (a
             # cell's metadata): those show their label's text and link online. A label of this chapter must resolve.
-            own = _labels_of((ROOT / chapter).read_text())
+            own = labels_of((ROOT / chapter).read_text())
             found += [f"reference not found: {label}" for label in state["unresolved"] if label in own]
             if re.search(r"\{glue:?\w*\}`", (ROOT / chapter).read_text()):  # jupyterlab-myst shows glue's key
                 found.append("glued values not shown ({glue:text})")
