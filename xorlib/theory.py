@@ -461,18 +461,20 @@ def _fourth_power_variance(codes: torch.Tensor, block: int = 2048) -> float:
 class _SplitBounds(NamedTuple):
     r"""The quantities of ``thm-split`` (chapter 3) for given codes, pair, :math:`\sigma`, :math:`\delta`, :math:`\varepsilon`.
 
-    ``r`` bounds :math:`\|s\|_\infty`, ``mean_square`` bounds :math:`\tfrac1d|s|^2`, ``lean`` is the
-    lean :math:`|\Delta|` can fall below only with probability :math:`\delta/4`, ``slope`` the factor of
-    :math:`|\Delta|` in the gap between the two hidden bits, ``pair_noise`` and ``margin_noise`` bound the
-    rest of that gap and of the margin against the other positions, ``even`` bounds the even part of
-    the gap, ``margin`` is :math:`K_{\min}\gamma` less the lean's worst effect, ``gap`` is :math:`\Gamma`
-    (positive iff the theorem applies) and ``kappa`` the sharpness :math:`\kappa_\delta` (``inf`` if not).
+    ``r`` bounds :math:`\|s\|_\infty`, ``mean_square`` bounds :math:`\tfrac1d|s|^2`, ``lean`` is
+    :math:`x_\delta`, ``slope`` the factor of :math:`|\Delta|` in the gap between the two hidden bits, ``tilt`` the
+    factor of :math:`|\langle w_\perp, q\rangle|` and ``chaos`` the rest of that gap's error; ``pair_noise`` is
+    ``chaos`` plus ``tilt`` times the mean of :math:`|\langle w_\perp, q\rangle|`; ``margin`` and ``margin_noise``
+    bound the margin against the other positions, ``even`` bounds the even part of the gap, ``gap`` is
+    :math:`\Gamma` (positive iff the theorem applies) and ``kappa`` the sharpness :math:`\kappa_\delta` (``inf`` if not).
     """
 
     r: float
     mean_square: float
     lean: float
     slope: float
+    tilt: float
+    chaos: float
     pair_noise: float
     margin: float
     margin_noise: float
@@ -558,7 +560,9 @@ def _split_bounds(
     cheb = [math.sqrt(16 * _exp_form_variance(c["a"], codes, cc**2 * tau**2) / delta) for cc in (1.0, 2.0)]
     slope = 2 * k_min * (1 - c["rho"]) - phi1 * c["c_par"] / d
     chaos = lam_abs * cheb[0] + hat_max * cheb[1]
-    pair_noise = (phi1 * c["w_perp"] * r + chaos) / d
+    pair_noise = (
+        phi1 * c["w_perp"] * tau * math.sqrt(2 / math.pi) + chaos
+    ) / d  # E|<w_perp, q>| = tau |w_perp| sqrt(2/pi)
     psi1 = (2 * lam_abs * math.exp(tau**2 / 2) * _csinh(r) + 32 * math.exp(2 * tau**2) * _csinh(2 * r)) * r * vbar
     even = (psi1 * (min(2.0, c["e_norm"]) * c["c_par"] + c["w_perp"]) * r + 2 * chaos) / (2 * d)
     margin = k_min * c["gamma"] + c["nu"] * math.sinh(min(2.0, c["e_norm"]) * r)
@@ -567,18 +571,19 @@ def _split_bounds(
     margin_noise = (linear_margin * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
     gap = min(slope * lean - pair_noise, margin - margin_noise)
     kappa = (2 * r + math.log((d - 1) / split_rest_target(epsilon))) / gap if gap > 0 else math.inf
-    return _SplitBounds(r, vbar, lean, slope, pair_noise, margin, margin_noise, even, gap, kappa)
+    return _SplitBounds(r, vbar, lean, slope, phi1 / d, chaos / d, pair_noise, margin, margin_noise, even, gap, kappa)
 
 
 class _SplitMeasured(NamedTuple):
     r"""The measured counterparts of :class:`_SplitBounds` at one start: :math:`\|s\|_\infty`, :math:`\tfrac1d|s|^2`,
-    :math:`|\Delta|`, the smaller gap of the two heads between their target and the other hidden bit, the smaller
+    :math:`|\Delta|`, :math:`|\langle w_\perp, q\rangle|`, the smaller gap of the two heads between their target and the other hidden bit, the smaller
     margin against the other positions, the even part :math:`|E|` of the gap and the smaller of the two
     (all :math:`d^2`-scaled; the target of head 1 is :math:`u` if :math:`\Delta > 0`, else :math:`v`)."""
 
     r: float
     mean_square: float
     lean: float
+    tilt: float
     pair_gap: float
     margin_gap: float
     even: float
@@ -598,10 +603,13 @@ def _split_measured(codes: torch.Tensor, pair: tuple[int, int], query: torch.Ten
     others[[u, v]] = False
     margin = min(float(t[0, first] - t[0, others].max()), float(t[1, second] - t[1, others].max()))
     pair_gap = min(gap_1, -gap_2) if delta > 0 else min(-gap_1, gap_2)
+    e = codes[u] - codes[v]
+    w = codes.T @ (codes @ e)  # w = P^T P e = c e + w_perp
     return _SplitMeasured(
         float(s.abs().max()),
         float((s**2).mean()),
         abs(delta),
+        abs(float((w - (w @ e) / (e @ e) * e) @ query)),
         pair_gap,
         margin,
         abs(gap_1 + gap_2) / 2,
