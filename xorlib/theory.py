@@ -490,7 +490,8 @@ def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float |
     :math:`\pi = \max_{\tau\in\{u,v\},k\notin\{u,v\}}|P(p_\tau - p_k)|`,
     :math:`\omega = \max_{\tau, k\notin\{u,v\}}|P^\top P(p_\tau - p_k)|`, the tied margin :math:`\gamma` and
     :math:`\nu = \min\bigl(0, \min_{\tau, k\notin\{u,v\}}\langle p_\tau - p_k, p_\tau - p_{\tau'}\rangle\bigr)`
-    (:math:`\nu = 0` for sign codes).
+    (:math:`\nu = 0` for sign codes). In the proof of ``thm-split`` :math:`\pi` is :math:`\varpi`, :math:`\omega` is
+    :math:`\varpi'` and :math:`\nu` is :math:`\iota`.
     """
     d = codes.shape[0]
     u, v = pair
@@ -523,55 +524,51 @@ def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float |
 def _split_bounds(
     codes: torch.Tensor, pair: tuple[int, int], sigma: float, delta: float, epsilon: float
 ) -> _SplitBounds:
-    r"""The quantities of ``thm-split`` (chapter 3): the theorem applies iff ``gap`` > 0, and then with probability
-    :math:`\ge 1 - \delta` over the start :math:`q \sim \mathcal N(0, \sigma^2 I_m/m)` both heads' largest entries are
-    the two hidden bits, one each, with gaps :math:`\ge \Gamma/d^2`.
+    r"""The quantities of ``thm-split`` (chapter 3) for balanced codes with unit rows: the theorem applies iff ``gap`` > 0.
 
-    For balanced codes with unit rows, at sharpness :math:`\kappa \ge \kappa_\delta` every input's loss is
-    :math:`\le \varepsilon`. All the bounds are interval arithmetic on the exact direction
-    (:func:`_split_direction_exact`); see the theorem's proof for each line.
+    Then, with probability :math:`\ge 1 - \delta` over the start :math:`q \sim \mathcal N(0, \sigma^2 I_m/m)`, the
+    two heads' largest entries are the two hidden bits, one each, with gaps :math:`\ge \Gamma/d^2`, and a step of
+    sharpness :math:`\kappa \ge \kappa_\delta` leaves every input's loss :math:`\le \varepsilon`. Each line is one
+    line of the proof (its symbol in the comment); the bounds hold for the exact direction
+    (:func:`_split_direction_exact`), with no expansion in :math:`\sigma`.
     """
     d, m = codes.shape
     u, v = check_pair("pair", pair, d)
     c = _code_terms(codes, (u, v))
     lam, tau = c["lam"], sigma / math.sqrt(m)
-    # Events and their shares of delta: the lean 1/2; 3d - 2 Gaussian tails 1/8; |q|^2 1/16; sum s^4 1/16;
-    # 4 Chebyshev 1/16 each.
-    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))
+    # Shares of delta: (a) 3d - 2 Gaussian tails 1/8, (b) |q|^2 1/16, (c) 4 Chebyshev 1/16 each,
+    # (d) sum s^4 1/16, (e) the lean 1/2.
+    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta
     ell = math.log(16 / delta)
     q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)  # |q|^2 (Laurent and Massart)
-    vbar = min(r**2, lam * q_sq / d)  # the mean of s_k^2
-    lean = (delta / 2) * math.sqrt(math.pi / 2) * tau * c["e_norm"]
-    # Interval bounds on the start's global scalars.
-    m_max = 1 + _cexp(r) * vbar  # M_+, M_- in [1, m_max]
-    k_min = 1 / m_max**2  # K in [k_min, 1]
-    hat_max = 1 + 4 * _cexp(2 * r) * vbar  # alpha, beta in [1, hat_max]
-    cosh_max = math.cosh(min(2.0, c["e_norm"]) * r)  # |Delta| <= min(2r, |e| r)
-    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * cosh_max
+    vbar = min(r**2, lam * q_sq / d)  # bounds the mean of s_k^2
+    lean = (delta / 2) * math.sqrt(math.pi / 2) * tau * c["e_norm"]  # x_delta
+    # The scalars: M_+-, K, alpha, beta, Lambda in intervals.
+    m_max = 1 + _cexp(r) * vbar  # M-bar
+    k_min = 1 / m_max**2  # K-underbar
+    hat_max = 1 + 4 * _cexp(2 * r) * vbar  # h-bar
+    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(min(2.0, c["e_norm"]) * r)
     lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
-    lam_abs = max(abs(lam_lo), abs(lam_hi))
-    # The linear coefficient (1/M)(Lambda e^{tau^2/2} - 2 e^{2 tau^2} beta / M), with 1/M in [1/m_max, 1].
-    ends = [
-        lam_lo * math.exp(tau**2 / 2) - 2 * math.exp(2 * tau**2) * hat_max,
-        lam_hi * math.exp(tau**2 / 2) - 2 * math.exp(2 * tau**2) / m_max,
-    ]
-    phi1 = max(abs(x) * y for x in ends for y in (1 / m_max, 1.0))
-    rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)  # |R_j| <= rem * s_j^2
-    cheb = [math.sqrt(16 * _exp_form_variance(c["a"], codes, cc**2 * tau**2) / delta) for cc in (1.0, 2.0)]
-    slope = 2 * k_min * (1 - c["rho"]) - phi1 * c["c_par"] / d
-    chaos = lam_abs * cheb[0] + hat_max * cheb[1]
-    pair_noise = (
-        phi1 * c["w_perp"] * tau * math.sqrt(2 / math.pi) + chaos
-    ) / d  # E|<w_perp, q>| = tau |w_perp| sqrt(2/pi)
-    psi1 = (2 * lam_abs * math.exp(tau**2 / 2) * _csinh(r) + 32 * math.exp(2 * tau**2) * _csinh(2 * r)) * r * vbar
-    even = (psi1 * (min(2.0, c["e_norm"]) * c["c_par"] + c["w_perp"]) * r + 2 * chaos) / (2 * d)
+    lam_abs = max(abs(lam_lo), abs(lam_hi))  # Lambda*
+    # The gap between the hidden bits: slope (vartheta) and noise (epsilon-pair).
+    grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
+    phi = max(abs(lam_lo * grow - 2 * grow_2 * hat_max), abs(lam_hi * grow - 2 * grow_2 / m_max))  # Phi
+    cheb = [math.sqrt(16 * _exp_form_variance(c["a"], codes, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
+    chaos = (lam_abs * cheb[0] + hat_max * cheb[1]) / d  # C
+    slope = 2 * k_min * (1 - c["rho"]) - phi * c["c_par"] / d
+    pair_noise = chaos + phi * tau * c["w_perp"] * math.sqrt(2 / math.pi) / d  # E|Y| = tau |w_perp| sqrt(2/pi)
+    # The other positions: margin (gamma_delta) and noise (epsilon-marg).
     margin = k_min * c["gamma"] + c["nu"] * math.sinh(min(2.0, c["e_norm"]) * r)
-    linear_margin = max(abs(x) * y for x in (lam_lo - 2 * hat_max, lam_hi - 2 / m_max) for y in (1 / m_max, 1.0))
-    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(codes) / delta)))
-    margin_noise = (linear_margin * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
-    gap = min(slope * lean - pair_noise, margin - margin_noise)
+    phi_0 = max(abs(lam_lo - 2 * hat_max), abs(lam_hi - 2 / m_max))  # Phi_0
+    rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)  # rho_2
+    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(codes) / delta)))  # F
+    margin_noise = (phi_0 * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
+    # The even part.
+    psi = (2 * lam_abs * grow * _csinh(r) + 32 * grow_2 * _csinh(2 * r)) * r * vbar  # Psi
+    even = (psi * (min(2.0, c["e_norm"]) * c["c_par"] + c["w_perp"]) * r) / (2 * d) + chaos
+    gap = min(slope * lean - pair_noise, margin - margin_noise)  # Gamma
     kappa = (2 * r + math.log((d - 1) / split_rest_target(epsilon))) / gap if gap > 0 else math.inf
-    return _SplitBounds(r, vbar, lean, slope, phi1 / d, chaos / d, pair_noise, margin, margin_noise, even, gap, kappa)
+    return _SplitBounds(r, vbar, lean, slope, phi / d, chaos, pair_noise, margin, margin_noise, even, gap, kappa)
 
 
 class _SplitMeasured(NamedTuple):
