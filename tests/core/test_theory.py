@@ -344,14 +344,19 @@ def test_split_theorem_bounds_hold_on_fresh_draws(d: int) -> None:
     assert tightest < 0.1  # the lean line is sharp somewhere: the theorem's slope is not a loose constant
 
 
-@pytest.mark.parametrize("seed", [9360, 9361, 9362, 9363])
-def test_split_theorem_covers_sigma_1_at_the_default_m_at_d_4096(seed: int) -> None:
-    """At the default sigma = 1 and m = 48, Gamma > 0 at delta = 0.1, and the step kappa_delta splits and certifies 1e-6."""
-    d = 4096
-    model = ModelConfig(d, "split", code_seed=seed, init_seed=seed)
-    assert model.sigma == 1.0 and model.m == 48
-    codes, pair = model.codes.dense(), random_pair(d, seed=seed)
-    bound = theory._split_bounds(codes, pair, 1.0, 0.1, 1e-6)
-    assert bound.gap > 0 and math.isfinite(bound.kappa)
-    result = one_step(d, "split", seed=seed, step=bound.kappa)
-    assert result.split and result.success and float(result.worst_case.upper) <= 1e-6
+def test_split_theorem_covers_sigma_1_at_the_default_m_at_d_4096() -> None:
+    """At the default sigma = 1 and m = 48, Gamma > 0 at delta = 0.1 on most fresh draws, and there the step kappa_delta
+    splits the heads and certifies 1e-6; where Gamma <= 0 the margin against the other positions is what fails."""
+    d, applies = 4096, 0
+    for seed in range(9360, 9368):
+        model = ModelConfig(d, "split", code_seed=seed, init_seed=seed)
+        assert model.sigma == 1.0 and model.m == 48
+        codes, pair = model.codes.dense(), random_pair(d, seed=seed)
+        bound = theory._split_bounds(codes, pair, 1.0, 0.1, 1e-6)
+        if bound.gap <= 0:
+            assert bound.margin - bound.margin_noise <= 0 < bound.slope * bound.lean - bound.pair_noise
+            continue
+        applies += 1
+        result = one_step(d, "split", seed=seed, step=bound.kappa)
+        assert result.split and result.success and float(result.worst_case.upper) <= 1e-6
+    assert applies >= 5  # of 8 (the chapter's table: the same count on its own draws)
