@@ -360,3 +360,16 @@ def test_split_theorem_covers_sigma_1_at_the_default_m_at_d_4096() -> None:
         result = one_step(d, "split", seed=seed, step=bound.kappa)
         assert result.split and result.success and float(result.worst_case.upper) <= 1e-6
     assert applies >= 5  # of 8 (the chapter's table: the same count on its own draws)
+
+
+def test_split_theorem_covers_sigma_1_with_twice_the_default_m_at_d_256() -> None:
+    """At d = 256, where the default m = 32 leaves Gamma <= 0 on most draws, m = 64 (8 log2 d) gives Gamma > 0 at delta = 0.1."""
+    applies = 0
+    for seed in range(9370, 9378):
+        pair = random_pair(256, seed=seed)
+        applies += theory._split_bounds(Codes(256, 64, seed=seed).dense(), pair, 1.0, 0.1, 1e-6).gap > 0
+    default = sum(
+        theory._split_bounds(Codes(256, seed=s).dense(), random_pair(256, seed=s), 1.0, 0.1, 1e-6).gap > 0
+        for s in range(9370, 9378)
+    )
+    assert applies >= 7 and default <= 2
