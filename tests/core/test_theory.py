@@ -373,3 +373,24 @@ def test_split_theorem_covers_sigma_1_with_twice_the_default_m_at_d_256() -> Non
         for s in range(9370, 9378)
     )
     assert applies >= 7 and default <= 2
+
+
+def test_split_theorem_probability_over_the_start_at_sigma_1() -> None:
+    """thm-split's probability: on the first fresh draw of codes and pair with Gamma > 0 at d = 1024, sigma = 1,
+    delta = 0.1, at least a fraction 1 - delta of 200 fresh starts have both gaps >= Gamma / d^2 (up to 3 standard errors).
+    """
+    d, delta = 1024, 0.1
+    seed = next(s for s in range(9380, 9400) if theory._split_bounds(*_draw(d, s), 1.0, delta, 1e-6).gap > 0)
+    codes, pair = _draw(d, seed)
+    gap = theory._split_bounds(codes, pair, 1.0, delta, 1e-6).gap
+    starts = 200
+    held = sum(
+        theory._split_measured(codes, pair, ModelConfig(d, "split", init_seed=30_000 + i).initial_queries()[0]).gap
+        >= gap
+        for i in range(starts)
+    )
+    assert held / starts >= 1 - delta - 3 * math.sqrt(delta * (1 - delta) / starts)
+
+
+def _draw(d: int, seed: int) -> tuple[torch.Tensor, tuple[int, int]]:
+    return Codes(d, seed=seed).dense(), random_pair(d, seed=seed)
