@@ -10,7 +10,7 @@ code dimension :math:`m`, hidden pair :math:`(u, v)`, target worst-case loss
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 import torch
 
@@ -380,3 +380,235 @@ def split_sample_bound(
             "gap must be larger (the bound grows as 1 / gap**2)"
         )
     return bound
+
+
+# ----------------------------------------------------------------------------- the split model at any start scale
+def _split_direction_exact(codes: torch.Tensor, pair: tuple[int, int], query: torch.Tensor) -> torch.Tensor:
+    r"""The exact score directions :math:`t_h` of the split model at the antisymmetric start :math:`(q, -q)`, in closed form.
+
+    With :math:`s = Pq`, :math:`A_k = e^{s_k}/M_+`, :math:`B_k = e^{-s_k}/M_-`
+    (:math:`M_\pm = \tfrac1d\sum_j e^{\pm s_j}`, so the weights are :math:`A/d` and :math:`B/d`),
+    :math:`K = 1/(M_+M_-)`, :math:`\hat\alpha = \tfrac1d\sum A_k^2`, :math:`\hat\beta = \tfrac1d\sum B_k^2`,
+    :math:`\Delta = s_u - s_v` and :math:`\Lambda = \hat\alpha\hat\beta + 2K^2(1 - \tfrac1d) - 2K\cosh\Delta`,
+
+    .. math::
+
+        d^2 t_1 &= K\bigl(e^{\Delta}Pp_u + e^{-\Delta}Pp_v\bigr) + \tfrac1d PP^\top\bigl(\Lambda A - \hat\beta A^2\bigr), \\
+        d^2 t_2 &= K\bigl(e^{-\Delta}Pp_u + e^{\Delta}Pp_v\bigr) + \tfrac1d PP^\top\bigl(\Lambda B - \hat\alpha B^2\bigr)
+
+    (squares entrywise; ``lem-split-exact``, chapter 3), for balanced codes (:math:`P^\top\mathbb 1 = 0`).
+    No remainder: the identity :math:`A_kB_k = K` for every :math:`k` makes the gradient linear in
+    :math:`A`, :math:`A^2` and the two label entries. Returns shape ``(2, d)``.
+    """
+    d = codes.shape[0]
+    u, v = pair
+    s = codes @ query
+    big_a, big_b = torch.softmax(s, 0) * d, torch.softmax(-s, 0) * d
+    k = float(big_a[0] * big_b[0])  # A_k B_k = K for every k
+    alpha, beta = float((big_a**2).mean()), float((big_b**2).mean())
+    delta = float(s[u] - s[v])
+    lam = alpha * beta + 2 * k**2 * (1 - 1 / d) - 2 * k * math.cosh(delta)
+    g_u, g_v = codes @ codes[u], codes @ codes[v]
+
+    def pulled(x: torch.Tensor) -> torch.Tensor:
+        return codes @ (codes.T @ x) / d
+
+    t1 = k * (math.exp(delta) * g_u + math.exp(-delta) * g_v) + pulled(lam * big_a - beta * big_a**2)
+    t2 = k * (math.exp(-delta) * g_u + math.exp(delta) * g_v) + pulled(lam * big_b - alpha * big_b**2)
+    return torch.stack([t1, t2]) / d**2
+
+
+def _cexp(x: float) -> float:
+    r""":math:`(e^x - 1 - x)/x^2`, increasing in :math:`x`; so :math:`0 \le e^y - 1 - y \le` this :math:`\cdot\, y^2` for :math:`|y| \le x`."""
+    return 0.5 if x == 0 else math.expm1(x) / x**2 - 1 / x
+
+
+def _csinh(x: float) -> float:
+    r""":math:`(\sinh x - x)/x^3`, increasing in :math:`x \ge 0`; so :math:`|\sinh y - y| \le` this :math:`\cdot\,|y|^3` for :math:`|y| \le x`."""
+    return 1 / 6 if x == 0 else (math.sinh(x) - x) / x**3
+
+
+def _exp_form_variance(a: torch.Tensor, codes: torch.Tensor, kappa: float, block: int = 2048) -> float:
+    r"""The exact variance of :math:`S^{(2)} = \sum_j a_j\bigl(e^{cs_j} - e^{\kappa/2}(1 + cs_j)\bigr)`, :math:`s = Pq`, :math:`q \sim \mathcal N(0, \tau^2 I_m)`.
+
+    ``kappa`` is :math:`\kappa = c^2\tau^2` and ``a`` is :math:`Pe`. For unit rows each :math:`s_j` is
+    :math:`\mathcal N(0, \tau^2)`, :math:`e^{\kappa/2}(1 + cs_j)` is the part of :math:`e^{cs_j}` of Hermite degree
+    at most 1, and if :math:`\sum_j a_j = 0` then :math:`\mathbb E S^{(2)} = 0` and, by Mehler's formula
+    (:math:`g = PP^\top`),
+
+    .. math:: \operatorname{Var}S^{(2)} = e^{\kappa}\sum_{j,l}a_ja_l\bigl(e^{\kappa g_{jl}} - 1 - \kappa g_{jl}\bigr).
+    """
+    total = 0.0
+    for start in range(0, codes.shape[0], block):
+        g = codes[start : start + block] @ codes.T
+        total += float(a[start : start + block] @ (torch.expm1(kappa * g) - kappa * g) @ a)
+    return math.exp(kappa) * total
+
+
+def _fourth_power_variance(codes: torch.Tensor, block: int = 2048) -> float:
+    r"""The variance of :math:`\sum_j s_j^4/\tau^8` for :math:`s = Pq`, :math:`q \sim \mathcal N(0, \tau^2 I_m)`, unit rows: :math:`\sum_{j,l}(72g_{jl}^2 + 24g_{jl}^4)`.
+
+    For standard Gaussians with correlation :math:`g`, :math:`\mathbb E[X^4Y^4] = 9 + 72g^2 + 24g^4` (Hermite:
+    :math:`x^4 = He_4 + 6He_2 + 3`), and :math:`\mathbb E\sum_j s_j^4 = 3d\tau^4`.
+    """
+    total = 0.0
+    for start in range(0, codes.shape[0], block):
+        g2 = (codes[start : start + block] @ codes.T) ** 2
+        total += float((72 * g2 + 24 * g2**2).sum())
+    return total
+
+
+class _SplitBounds(NamedTuple):
+    r"""The quantities of ``thm-split`` (chapter 3) for given codes, pair, :math:`\sigma`, :math:`\delta`, :math:`\varepsilon`.
+
+    ``r`` bounds :math:`\|s\|_\infty`, ``mean_square`` bounds :math:`\tfrac1d|s|^2`, ``lean`` is
+    :math:`x_\delta`, ``slope`` the factor of :math:`|\Delta|` in the gap between the two hidden bits, ``tilt`` the
+    factor of :math:`|\langle w_\perp, q\rangle|` and ``chaos`` the rest of that gap's error; ``pair_noise`` is
+    ``chaos`` plus ``tilt`` times the mean of :math:`|\langle w_\perp, q\rangle|`; ``margin`` and ``margin_noise``
+    bound the margin against the other positions, ``even`` bounds the even part of the gap, ``gap`` is
+    :math:`\Gamma` (positive iff the theorem applies) and ``kappa`` the sharpness :math:`\kappa_\delta` (``inf`` if not).
+    """
+
+    r: float
+    mean_square: float
+    lean: float
+    slope: float
+    tilt: float
+    chaos: float
+    pair_noise: float
+    margin: float
+    margin_noise: float
+    even: float
+    gap: float
+    kappa: float
+
+
+def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float | torch.Tensor]:
+    r"""The codes' quantities the theorem uses: :math:`\lambda = \|P\|^2`, :math:`\rho`, :math:`|e|`, :math:`c_\parallel`, :math:`|w_\perp|`, ...
+
+    With :math:`e = p_u - p_v`, :math:`w = P^\top Pe = c_\parallel e + w_\perp` (:math:`w_\perp \perp e`),
+    :math:`\pi = \max_{\tau\in\{u,v\},k\notin\{u,v\}}|P(p_\tau - p_k)|`,
+    :math:`\omega = \max_{\tau, k\notin\{u,v\}}|P^\top P(p_\tau - p_k)|`, the tied margin :math:`\gamma` and
+    :math:`\nu = \min\bigl(0, \min_{\tau, k\notin\{u,v\}}\langle p_\tau - p_k, p_\tau - p_{\tau'}\rangle\bigr)`
+    (:math:`\nu = 0` for sign codes). In the proof of ``thm-split`` :math:`\pi` is :math:`\varpi`, :math:`\omega` is
+    :math:`\varpi'` and :math:`\nu` is :math:`\iota`.
+    """
+    d = codes.shape[0]
+    u, v = pair
+    gram = codes.T @ codes  # P^T P, (m, m)
+    e = codes[u] - codes[v]
+    w = gram @ e
+    c_par = float(w @ e / (e @ e))
+    others = torch.ones(d, dtype=torch.bool)
+    others[[u, v]] = False
+    spread, pull, nu = 0.0, 0.0, 0.0
+    for tau, other in ((u, v), (v, u)):
+        diff = (codes[tau] - codes)[others]  # (d - 2, m): p_tau - p_k
+        spread = max(spread, float(((diff @ gram) * diff).sum(1).max()))
+        pull = max(pull, float((diff @ gram).norm(dim=1).max()))
+        nu = min(nu, float((diff @ (codes[tau] - codes[other])).min()))
+    return {
+        "lam": float(torch.linalg.matrix_norm(codes, 2) ** 2),
+        "rho": float(codes[u] @ codes[v]),
+        "e_norm": float(e.norm()),
+        "c_par": c_par,
+        "w_perp": float((w - c_par * e).norm()),
+        "a": codes @ e,
+        "spread": math.sqrt(spread),
+        "pull": pull,
+        "gamma": tied_margin(codes, pair),
+        "nu": nu,
+    }
+
+
+def _split_bounds(
+    codes: torch.Tensor, pair: tuple[int, int], sigma: float, delta: float, epsilon: float
+) -> _SplitBounds:
+    r"""The quantities of ``thm-split`` (chapter 3) for balanced codes with unit rows: the theorem applies iff ``gap`` > 0.
+
+    Then, with probability :math:`\ge 1 - \delta` over the start :math:`q \sim \mathcal N(0, \sigma^2 I_m/m)`, the
+    two heads' largest entries are the two hidden bits, one each, with gaps :math:`\ge \Gamma/d^2`, and a step of
+    sharpness :math:`\kappa \ge \kappa_\delta` leaves every input's loss :math:`\le \varepsilon`. Each line is one
+    line of the proof (its symbol in the comment); the bounds hold for the exact direction
+    (:func:`_split_direction_exact`), with no expansion in :math:`\sigma`.
+    """
+    d, m = codes.shape
+    u, v = check_pair("pair", pair, d)
+    c = _code_terms(codes, (u, v))
+    lam, tau = c["lam"], sigma / math.sqrt(m)
+    # Shares of delta: (a) 3d - 2 Gaussian tails 1/8, (b) |q|^2 1/16, (c) 4 Chebyshev 1/16 each,
+    # (d) sum s^4 1/16, (e) the lean 1/2.
+    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta
+    ell = math.log(16 / delta)
+    q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)  # |q|^2 (Laurent and Massart)
+    vbar = min(r**2, lam * q_sq / d)  # bounds the mean of s_k^2
+    lean = (delta / 2) * math.sqrt(math.pi / 2) * tau * c["e_norm"]  # x_delta
+    # The scalars: M_+-, K, alpha, beta, Lambda in intervals.
+    m_max = 1 + _cexp(r) * vbar  # M-bar
+    k_min = 1 / m_max**2  # K-underbar
+    hat_max = 1 + 4 * _cexp(2 * r) * vbar  # h-bar
+    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(min(2.0, c["e_norm"]) * r)
+    lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
+    lam_abs = max(abs(lam_lo), abs(lam_hi))  # Lambda*
+    # The gap between the hidden bits: slope (vartheta) and noise (epsilon-pair).
+    grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
+    phi = max(abs(lam_lo * grow - 2 * grow_2 * hat_max), abs(lam_hi * grow - 2 * grow_2 / m_max))  # Phi
+    cheb = [math.sqrt(16 * _exp_form_variance(c["a"], codes, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
+    chaos = (lam_abs * cheb[0] + hat_max * cheb[1]) / d  # C
+    slope = 2 * k_min * (1 - c["rho"]) - phi * c["c_par"] / d
+    pair_noise = chaos + phi * tau * c["w_perp"] * math.sqrt(2 / math.pi) / d  # E|Y| = tau |w_perp| sqrt(2/pi)
+    # The other positions: margin (gamma_delta) and noise (epsilon-marg).
+    margin = k_min * c["gamma"] + c["nu"] * math.sinh(min(2.0, c["e_norm"]) * r)
+    phi_0 = max(abs(lam_lo - 2 * hat_max), abs(lam_hi - 2 / m_max))  # Phi_0
+    rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)  # rho_2
+    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(codes) / delta)))  # F
+    margin_noise = (phi_0 * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
+    # The even part.
+    psi = (2 * lam_abs * grow * _csinh(r) + 32 * grow_2 * _csinh(2 * r)) * r * vbar  # Psi
+    even = (psi * (min(2.0, c["e_norm"]) * c["c_par"] + c["w_perp"]) * r) / (2 * d) + chaos
+    gap = min(slope * lean - pair_noise, margin - margin_noise)  # Gamma
+    kappa = (2 * r + math.log((d - 1) / split_rest_target(epsilon))) / gap if gap > 0 else math.inf
+    return _SplitBounds(r, vbar, lean, slope, phi / d, chaos, pair_noise, margin, margin_noise, even, gap, kappa)
+
+
+class _SplitMeasured(NamedTuple):
+    r"""The measured counterparts of :class:`_SplitBounds` at one start: :math:`\|s\|_\infty`, :math:`\tfrac1d|s|^2`,
+    :math:`|\Delta|`, :math:`|\langle w_\perp, q\rangle|`, the smaller gap of the two heads between their target and the other hidden bit, the smaller
+    margin against the other positions, the even part :math:`|E|` of the gap and the smaller of the two
+    (all :math:`d^2`-scaled; the target of head 1 is :math:`u` if :math:`\Delta > 0`, else :math:`v`)."""
+
+    r: float
+    mean_square: float
+    lean: float
+    tilt: float
+    pair_gap: float
+    margin_gap: float
+    even: float
+    gap: float
+
+
+def _split_measured(codes: torch.Tensor, pair: tuple[int, int], query: torch.Tensor) -> _SplitMeasured:
+    r"""The quantities :class:`_SplitMeasured` at the start :math:`(q, -q)`, from the exact direction (:func:`_split_direction_exact`)."""
+    d = codes.shape[0]
+    u, v = pair
+    s = codes @ query
+    delta = float(s[u] - s[v])
+    t = _split_direction_exact(codes, (u, v), query) * d**2
+    gap_1, gap_2 = float(t[0, u] - t[0, v]), float(t[1, u] - t[1, v])
+    first, second = (u, v) if delta > 0 else (v, u)
+    others = torch.ones(d, dtype=torch.bool)
+    others[[u, v]] = False
+    margin = min(float(t[0, first] - t[0, others].max()), float(t[1, second] - t[1, others].max()))
+    pair_gap = min(gap_1, -gap_2) if delta > 0 else min(-gap_1, gap_2)
+    e = codes[u] - codes[v]
+    w = codes.T @ (codes @ e)  # w = P^T P e = c e + w_perp
+    return _SplitMeasured(
+        float(s.abs().max()),
+        float((s**2).mean()),
+        abs(delta),
+        abs(float((w - (w @ e) / (e @ e) * e) @ query)),
+        pair_gap,
+        margin,
+        abs(gap_1 + gap_2) / 2,
+        min(pair_gap, margin),
+    )

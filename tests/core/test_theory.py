@@ -9,7 +9,7 @@ import pytest
 import torch
 from _tolerance import assert_close
 
-from xorlib import theory
+from xorlib import one_step, theory
 from xorlib.certify import certify_scores
 from xorlib.codes import Codes
 from xorlib.model import ModelConfig
@@ -255,3 +255,142 @@ def test_tie_probability_per_coordinate_of_the_cyclic_pairing_is_at_most_three_q
         assert inside == pytest.approx(expected, abs=1e-12), (u, v, k)
         largest = max(largest, inside)
     assert largest == pytest.approx(0.75, abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- thm-split at any start scale
+def _enumerated_split_directions(codes: torch.Tensor, pair, query: torch.Tensor) -> torch.Tensor:
+    """t_h = -P P^T dL/ds_h at the start (q, -q), by autograd through the loss averaged over all 2^d inputs."""
+    d = codes.shape[0]
+    x = torch.tensor(list(itertools.product((-1.0, 1.0), repeat=d)), dtype=torch.float64)
+    y = -x[:, pair[0]] * x[:, pair[1]]
+    scores = torch.stack([codes @ query, -(codes @ query)]).requires_grad_(True)
+    z = x @ torch.softmax(scores, dim=-1).T
+    (0.5 * ((-z[:, 0] * z[:, 1] - y) ** 2).mean()).backward()
+    return -(scores.grad @ codes) @ codes.T
+
+
+@pytest.mark.parametrize("d", [8, 12])
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.0])
+def test_split_direction_exact_matches_enumeration(d: int, sigma: float) -> None:
+    """lem-split-exact: the closed form, with no remainder, equals autograd over all 2^d inputs at any start scale."""
+    model = ModelConfig(d, "split", sigma=sigma, code_seed=9300 + d, init_seed=9300 + d)
+    codes, pair = model.codes.dense(), random_pair(d, seed=9300 + d)
+    q = model.initial_queries()[0]
+    enumerated = _enumerated_split_directions(codes, pair, q)
+    closed = theory._split_direction_exact(codes, pair, q)
+    assert_close(closed, enumerated, operations=2**d * d, scale=float(enumerated.abs().max()))
+    # Not the first-order direction: at these scales the remainder of lem-split-direction is visible.
+    linear = theory.split_direction_first_order(codes, pair, q)
+    assert float((linear - enumerated).abs().max()) > 1e-6 * float(enumerated.abs().max())
+
+
+def test_split_direction_exact_matches_the_population_gradient_at_d_1000() -> None:
+    model = ModelConfig(1000, "split", code_seed=9320, init_seed=9320)
+    codes, pair = model.codes.dense(), random_pair(1000, seed=9320)
+    q = model.initial_queries()
+    exact = _exact_directions(codes, pair, q)
+    closed = theory._split_direction_exact(codes, pair, q[0])
+    assert_close(closed, exact, operations=4 * 1000 * model.m, scale=float(exact.abs().max()))
+
+
+@pytest.mark.parametrize("c", [1.0, 2.0])
+def test_exp_form_variance_matches_monte_carlo(c: float) -> None:
+    """The Chebyshev terms of thm-split: S = sum_j a_j (e^{c s_j} - e^{c^2 tau^2/2}(1 + c s_j)) has mean 0 and the stated variance."""
+    codes = Codes(64, seed=9330).dense()
+    d, m = codes.shape
+    a = codes @ (codes[3] - codes[40])
+    tau = 1.0 / math.sqrt(m)
+    q = torch.randn(40_000, m, dtype=torch.float64, generator=torch.Generator().manual_seed(9330)) * tau
+    s = q @ codes.T
+    kappa = c**2 * tau**2
+    samples = (torch.exp(c * s) - math.exp(kappa / 2) * (1 + c * s)) @ a
+    variance = theory._exp_form_variance(a, codes, kappa)
+    assert abs(float(samples.mean())) < 4 * math.sqrt(variance / len(samples))
+    assert abs(float(samples.var()) / variance - 1) < 0.1  # a few standard errors of a sample variance
+    fourth = (s**4).sum(1) / tau**4
+    assert abs(float(fourth.mean()) / (3 * d) - 1) < 0.02
+    assert abs(float(fourth.var()) / theory._fourth_power_variance(codes) - 1) < 0.1
+
+
+def test_for_sign_codes_the_lean_never_shrinks_the_other_margins() -> None:
+    """<p_tau - p_k, p_tau - p_tau'> >= 0 for sign codes (even d), so nu = 0; not so for every unit code."""
+    for seed in range(9340, 9345):
+        codes = Codes(256, seed=seed).dense()
+        assert theory._code_terms(codes, random_pair(256, seed=seed))["nu"] == 0.0
+    angle = -math.pi / 6  # p_k closer to p_u than p_v is, and on the far side: <p_u - p_k, p_u - p_v> < 0
+    plane = torch.tensor([[1.0, 0.0], [0.0, 1.0], [math.cos(angle), math.sin(angle)], [-1.0, 0.0]], dtype=torch.float64)
+    assert theory._code_terms(plane, (0, 1))["nu"] < 0
+
+
+@pytest.mark.parametrize("d", [64, 256, 1024])
+def test_split_theorem_bounds_hold_on_fresh_draws(d: int) -> None:
+    """thm-split: every inequality of the proof against the exact direction, on fresh draws at three start scales.
+
+    The pair-gap line is nearly tight at small sigma (within a few per cent), so a wrong slope fails it.
+    """
+    tightest = math.inf
+    for seed in range(9350, 9358):
+        for sigma in (0.3, 1.0, 3.0):
+            model = ModelConfig(d, "split", sigma=sigma, code_seed=seed, init_seed=seed)
+            codes, pair = model.codes.dense(), random_pair(d, seed=seed)
+            bound = theory._split_bounds(codes, pair, sigma, 0.1, 1e-6)
+            seen = theory._split_measured(codes, pair, model.initial_queries()[0])
+            assert seen.r <= bound.r and seen.mean_square <= bound.mean_square
+            pair_line = bound.slope * seen.lean - bound.tilt * seen.tilt - bound.chaos
+            assert seen.pair_gap >= pair_line
+            assert seen.margin_gap >= bound.margin - bound.margin_noise
+            assert seen.even <= bound.even
+            tightest = min(tightest, (seen.pair_gap - pair_line) / seen.pair_gap)
+    assert tightest < 0.1  # the lean line is sharp somewhere: the theorem's slope is not a loose constant
+
+
+def test_split_theorem_covers_sigma_1_at_the_default_m_at_d_4096() -> None:
+    """At the default sigma = 1 and m = 48, Gamma > 0 at delta = 0.1 on most fresh draws, and there the step kappa_delta
+    splits the heads and certifies 1e-6; where Gamma <= 0 the margin against the other positions is what fails."""
+    d, applies = 4096, 0
+    for seed in range(9360, 9368):
+        model = ModelConfig(d, "split", code_seed=seed, init_seed=seed)
+        assert model.sigma == 1.0 and model.m == 48
+        codes, pair = model.codes.dense(), random_pair(d, seed=seed)
+        bound = theory._split_bounds(codes, pair, 1.0, 0.1, 1e-6)
+        if bound.gap <= 0:
+            assert bound.margin - bound.margin_noise <= 0 < bound.slope * bound.lean - bound.pair_noise
+            continue
+        applies += 1
+        result = one_step(d, "split", seed=seed, step=bound.kappa)
+        assert result.split and result.success and float(result.worst_case.upper) <= 1e-6
+    assert applies >= 5  # of 8 (the chapter's table: the same count on its own draws)
+
+
+def test_split_theorem_covers_sigma_1_with_twice_the_default_m_at_d_256() -> None:
+    """At d = 256, where the default m = 32 leaves Gamma <= 0 on most draws, m = 64 (8 log2 d) gives Gamma > 0 at delta = 0.1."""
+    applies = 0
+    for seed in range(9370, 9378):
+        pair = random_pair(256, seed=seed)
+        applies += theory._split_bounds(Codes(256, 64, seed=seed).dense(), pair, 1.0, 0.1, 1e-6).gap > 0
+    default = sum(
+        theory._split_bounds(Codes(256, seed=s).dense(), random_pair(256, seed=s), 1.0, 0.1, 1e-6).gap > 0
+        for s in range(9370, 9378)
+    )
+    assert applies >= 7 and default <= 2
+
+
+def test_split_theorem_probability_over_the_start_at_sigma_1() -> None:
+    """thm-split's probability: on the first fresh draw of codes and pair with Gamma > 0 at d = 1024, sigma = 1,
+    delta = 0.1, at least a fraction 1 - delta of 200 fresh starts have both gaps >= Gamma / d^2 (up to 3 standard errors).
+    """
+    d, delta = 1024, 0.1
+    seed = next(s for s in range(9380, 9400) if theory._split_bounds(*_draw(d, s), 1.0, delta, 1e-6).gap > 0)
+    codes, pair = _draw(d, seed)
+    gap = theory._split_bounds(codes, pair, 1.0, delta, 1e-6).gap
+    starts = 200
+    held = sum(
+        theory._split_measured(codes, pair, ModelConfig(d, "split", init_seed=30_000 + i).initial_queries()[0]).gap
+        >= gap
+        for i in range(starts)
+    )
+    assert held / starts >= 1 - delta - 3 * math.sqrt(delta * (1 - delta) / starts)
+
+
+def _draw(d: int, seed: int) -> tuple[torch.Tensor, tuple[int, int]]:
+    return Codes(d, seed=seed).dense(), random_pair(d, seed=seed)

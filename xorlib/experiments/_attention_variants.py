@@ -126,8 +126,8 @@ def variant_status(attention: str, heads: str, code_kind: str, d: int) -> str:
     * component-wise attention in the tied model with balanced codes and :math:`d \ge 12`: the Jensen floor,
       ``"proved floor (Jensen); observed"``.
 
-    Everything else is observed at the sizes tried: the split model (its one-step theorem, ``thm-split``, needs
-    :math:`\sigma \le \sigma_0` and the Jensen floor is proved for tied heads only), one-hot codes (not balanced),
+    Everything else is observed at the sizes tried: the split model (its one-step theorem, ``thm-split``, applies only
+    where its computed bound :math:`\Gamma` is positive, not checked here, and the Jensen floor is proved for tied heads only), one-hot codes (not balanced),
     odd :math:`d`. Linear attention in the split model has, besides, the heuristic of its column space.
     """
     balanced = code_kind == "balanced"
