@@ -168,9 +168,7 @@ class ThresholdRow:
     draws: int
     n_star_worst_case: float  # criterion (A)
     n_star_signs: float  # criterion (B)
-    theorem_f: (
-        float  # median over the trials it covers of the closed-form bound, cor-samples-closed-form (split; nan tied)
-    )
+    theorem_f: float  # median of the closed-form bound (cor-samples-closed-form) where it applies; nan for tied
     sq_frontier: float  # C(d, 2) / r, r = m (tied) or 2m (split)
     information_floor: float
 

@@ -33,9 +33,7 @@ class BoundRow:
 
     d: int
     draws: int
-    outside: (
-        int  # draws whose population targets are not the hidden bits: the theorem gives nothing, counted as failures
-    )
+    outside: int  # draws whose population targets are not the hidden bits (no guarantee: counted as failures)
     n_star: float
     bound: float
     prediction: float
