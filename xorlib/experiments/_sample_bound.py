@@ -52,6 +52,14 @@ class SampleBound:
     delta: float
     rows: tuple[BoundRow, ...]
 
+    def table(self) -> list[dict[str, float]]:
+        """The rows for :func:`xorlib.report.html_table`, with the ratio of the bound to the measured :math:`n^*`."""
+        return [
+            {"d": r.d, "draws": r.draws, "outside": r.outside, "n_star": r.n_star, "bound": r.bound,
+             "ratio": r.ratio, "prediction": r.prediction}
+            for r in self.rows
+        ]  # fmt: skip
+
 
 @config
 class SampleBoundPlan:
