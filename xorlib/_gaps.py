@@ -63,25 +63,40 @@ def _subsets(items: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
     return [(items[i], *tail) for i in range(len(items)) for tail in _subsets(items[i + 1 :], size - 1)]
 
 
-def sign_moment(factors: dict[str, torch.Tensor], names: Sequence[str]) -> torch.Tensor:
-    r""":math:`\mathbb E\prod_k\langle c_{k}, x\rangle` for uniform signs :math:`x`, exactly (moment-cumulant formula).
+def sign_moment(factors: dict[str, torch.Tensor], names: str) -> torch.Tensor:
+    r""":math:`\mathbb E\prod_k\langle c_k, x\rangle` for uniform signs :math:`x`, exactly (moment-cumulant formula).
 
-    ``factors`` maps a name to coefficients ``(..., d)`` (shapes broadcast); ``names`` lists the factors of
-    the product, with repeats. Returns the batch shape.
+    ``factors`` maps a one-letter name to coefficients: ``(d,)``, or ``(G, d)`` for a batch of ``G`` linear
+    forms; ``names`` lists the factors of the product, with repeats. Returns a 0-d tensor or ``(G,)``. A
+    block's sum over positions is a matrix-vector product: the batched factors times the product of the others.
     """
-    blocks: dict[tuple[str, ...], torch.Tensor] = {}
+    batched: dict[str, torch.Tensor] = {}
+    blocks: dict[str, torch.Tensor] = {}
 
-    def block(key: tuple[str, ...]) -> torch.Tensor:
+    def block(key: str) -> torch.Tensor:
         if key not in blocks:
-            product = functools.reduce(torch.mul, (factors[name] for name in key))
-            blocks[key] = SIGN_CUMULANTS[len(key)] * product.sum(-1)
+            single = [factors[name] for name in key if factors[name].ndim == 1]
+            many = "".join(name for name in key if factors[name].ndim > 1)
+            product = functools.reduce(torch.mul, single) if single else None
+            if many and many not in batched:
+                batched[many] = functools.reduce(torch.mul, (factors[name] for name in many))
+            if not many:
+                total = product.sum(-1)
+            else:
+                total = batched[many] @ product if product is not None else batched[many].sum(-1)
+            blocks[key] = SIGN_CUMULANTS[len(key)] * total
         return blocks[key]
 
-    kinds = Counter(
-        tuple(sorted(tuple(sorted(names[i] for i in b)) for b in partition))
+    return sum(count * functools.reduce(torch.mul, map(block, kind)) for kind, count in _kinds(names).items())
+
+
+@functools.cache
+def _kinds(names: str) -> Counter:
+    """The even partitions of the factors ``names``, grouped by the multisets of their blocks (each block sorted)."""
+    return Counter(
+        tuple(sorted("".join(sorted(names[i] for i in b)) for b in partition))
         for partition in even_partitions(len(names))
     )
-    return sum(count * functools.reduce(torch.mul, (block(key) for key in kind)) for kind, count in kinds.items())
 
 
 @dataclass(frozen=True)
