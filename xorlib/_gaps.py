@@ -21,9 +21,9 @@ with :math:`\psi_i = \langle p_i, p_\tau - p_k\rangle` and :math:`\omega = a\odo
 
 products of at most eight linear forms of the uniform signs :math:`x`. Such a moment is exact by the
 moment-cumulant formula: :math:`\mathbb E\prod_{k=1}^K\langle c_k, x\rangle = \sum_\pi\prod_{B\in\pi}
-\kappa_{|B|}\sum_i\prod_{k\in B}c_{k,i}`, over the partitions :math:`\pi` of the :math:`K` factors into
-blocks of even size, with the cumulants of one sign :math:`\kappa_2 = 1`, :math:`\kappa_4 = -2`,
-:math:`\kappa_6 = 16`, :math:`\kappa_8 = -272` (the odd ones vanish). ``x_u`` and ``x_v`` are the linear
+\operatorname{cum}_{|B|}\sum_i\prod_{k\in B}c_{k,i}`, over the partitions :math:`\pi` of the :math:`K` factors into
+blocks of even size, with the cumulants of one sign :math:`\operatorname{cum}_2 = 1`, :math:`\operatorname{cum}_4 = -2`,
+:math:`\operatorname{cum}_6 = 16`, :math:`\operatorname{cum}_8 = -272` (the odd ones vanish). ``x_u`` and ``x_v`` are the linear
 forms of the unit vectors :math:`e_u, e_v`. This module trusts its callers.
 """
 
@@ -158,7 +158,7 @@ def gap_moments(codes: torch.Tensor, queries: torch.Tensor, pair: tuple[int, int
 
 
 def bernstein_rates(moments: GapMoments) -> torch.Tensor:
-    r"""Per gap, the rate :math:`c_i = \mu_i^2/(2V_i + \tfrac23R_i\mu_i)` of Bernstein's bound :math:`P(\hat\mu_i \le 0) \le e^{-nc_i}`.
+    r"""Per gap, the rate :math:`\Lambda_i = \mu_i^2/(2V_i + \tfrac23R_i\mu_i)` of Bernstein's bound :math:`P(\hat\mu_i \le 0) \le e^{-n\Lambda_i}`.
 
     0 where :math:`\mu_i \le 0` (the bound is then 1).
     """
@@ -167,7 +167,7 @@ def bernstein_rates(moments: GapMoments) -> torch.Tensor:
 
 
 def failure_bound(draws: Sequence[GapMoments], n: float) -> float:
-    r"""The bound on the failure probability at :math:`n` samples, averaged over the draws: :math:`\frac1J\sum_j\min\bigl(1, \sum_i e^{-nc_{j,i}}\bigr)`.
+    r"""The bound on the failure probability at :math:`n` samples, averaged over the draws: :math:`\frac1J\sum_j\min\bigl(1, \sum_i e^{-n\Lambda_{j,i}}\bigr)`.
 
     A draw outside the hypothesis (a population gap :math:`\le 0`) has bound 1: it counts as a failure.
     """

@@ -5,7 +5,7 @@ the exact mean, variance and range of its :math:`2(d-1)` gap functionals (:mod:`
 dimension :math:`d`, over the :math:`J` draws:
 
 * the **bound** :math:`N`: the smallest :math:`n` at which the averaged failure bound
-  :math:`\frac1J\sum_j\min\bigl(1, \sum_ie^{-nc_{j,i}}\bigr)` is at most :math:`\delta'` (1/2 by default). At
+  :math:`\frac1J\sum_j\min\bigl(1, \sum_ie^{-n\Lambda_{j,i}}\bigr)` is at most :math:`\delta'` (1/2 by default). At
   :math:`n \ge N` the expected fraction of the draws that succeed is at least :math:`1 - \delta'`, so with
   :math:`\delta' = \tfrac12` it is comparable with the measured :math:`n^*`, the 50 % point of the
   same draws; a draw whose population targets are not the hidden bits is outside the theorem and
