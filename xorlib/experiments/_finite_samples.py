@@ -161,7 +161,7 @@ def thresholds(grid: SuccessGrid, criterion: str = "worst case") -> float:
 
 @dataclass(frozen=True)
 class ThresholdRow:
-    """The samples one model needs at one ``d``, beside the sample bound (``thm-samples``) and the reference lines."""
+    """The samples one model needs at one ``d``, beside the closed-form sample bound (``cor-samples-closed-form``) and the reference lines."""
 
     heads: str
     d: int
