@@ -64,3 +64,21 @@ def test_trials_outside_the_hypothesis_are_excluded(bounds, samples) -> None:
     assert failure_bound(moments, row.bound) >= row.outside / row.draws
     assert failure_bound(inside, row.bound) < failure_bound(moments, row.bound)
     assert math.isinf(max(row.draw_bounds))
+
+
+def test_the_failures_stay_below_their_bound_draw_by_draw(samples) -> None:
+    """The theorem per draw and sample size: the failures measured where the bound is below 1 are fewer than the
+    bounds add up to (an expectation: at the book's draws the sum is several times the count, not a near miss)."""
+    bounds, failures = [], []
+    for grid in samples.split.grids:
+        ok = grid.successes().reshape(-1, len(grid.sample_sizes))
+        for j, config in enumerate(draw_configs(grid)):
+            moments = draw_moments(config)
+            if moments.hypothesis:
+                for k, n in enumerate(grid.sample_sizes):
+                    bound = failure_bound([moments], n)
+                    if bound < 1:
+                        bounds.append(bound)
+                        failures.append(not ok[j, k])
+    assert len(bounds) > 100
+    assert sum(failures) < sum(bounds) / 2
