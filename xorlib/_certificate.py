@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 
 _EPS = torch.finfo(torch.float64).eps
+#: The smallest normal float64 (2.2e-308): the certificate's upper bound never goes below it (an underflow is not exact).
+_TINY = torch.finfo(torch.float64).tiny
 _BITS = torch.tensor([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]], dtype=torch.float64)  # (x_u, x_v)
 
 
@@ -44,7 +46,14 @@ class WorstCase:
 def _finish(
     lower: torch.Tensor, upper: torch.Tensor, exact_allowed: torch.Tensor | bool, margin: torch.Tensor
 ) -> WorstCase:
-    exact = (upper - lower <= 1e-9 * upper.abs()) & torch.as_tensor(exact_allowed)
+    """The bracket, with the upper bound floored at float64's smallest normal number (:data:`_TINY`).
+
+    A loss below it underflows (to a subnormal number with few digits, or to 0): the certificate then
+    reports :data:`_TINY`, which is still an upper bound, and never flags it exact.
+    """
+    underflow = upper < _TINY
+    upper = upper.clamp(min=_TINY)
+    exact = (upper - lower <= 1e-9 * upper.abs()) & torch.as_tensor(exact_allowed) & ~underflow
     return WorstCase(lower=lower, upper=upper, exact=exact, margin=margin)
 
 
@@ -151,13 +160,15 @@ def certificate(
     upper, lower, margin = upper.amax(-1), lower.amax(-1), margin.amin(-1)
     if model.tied:  # exact one-dimensional extremes for tied xor heads with S <= 1/2
         S, gap = rest[..., 0], (a_u[..., 0] - a_v[..., 0]).abs()
-        exact_value = tied_worst_case(S, gap)
+        # each pair weight is known to a relative `relative`: the gap, a difference, to that times their sum
+        allowance = relative[..., 0] * (a_u[..., 0] + a_v[..., 0])
         use = tied & (S <= 0.5)
         slack = 1e-12 + 8 * relative[..., 0]  # the loss is a polynomial of degree 4 in S and the gap
-        upper = torch.where(use, exact_value * (1 + slack), upper)
-        lower = torch.where(use, exact_value * (1 - slack), lower)
+        upper = torch.where(use, tied_worst_case(S, gap + allowance) * (1 + slack), upper)
+        lower = torch.where(use, tied_worst_case(S, (gap - allowance).clamp(min=0.0)) * (1 - slack), lower)
         # y f = 2 z^2 - 1 (bits agree, |z| >= 1 - 2S) or 1 - 2 z^2 (bits differ, |z| <= gap + S)
-        exact_margin = torch.minimum(2 * (1 - 2 * S) ** 2 - 1, 1 - 2 * (gap + S) ** 2) - (1e-12 + 16 * relative[..., 0])
+        widest = gap + allowance + S
+        exact_margin = torch.minimum(2 * (1 - 2 * S) ** 2 - 1, 1 - 2 * widest**2) - (1e-12 + 16 * relative[..., 0])
         margin = torch.where(use, exact_margin, margin)
     return _finish(lower, upper, True, margin)
 

@@ -48,7 +48,11 @@ def certify_scores(model: ModelConfig, scores: Annotated[torch.Tensor, Array(ndi
     Works in float64 from log-weights: for each head, the log-weights of the two
     hidden positions and of the rest, :math:`\log S_h`, so nothing is lost when
     the rest mass is below :math:`10^{-16}`. Exact for tied heads with
-    :math:`S \le \tfrac12`; a sound bracket otherwise. Cost :math:`O(d)` per head.
+    :math:`S \le \tfrac12`, unless the rounding of the pair's weights (each known to a relative
+    :math:`16\epsilon(\max|s| + \ln d + 1)`) moves their gap by more than a part in :math:`10^9` of the
+    worst case (worst cases below about :math:`10^{-40}` after a large step); a sound bracket otherwise.
+    An upper bound below float64's smallest normal number, :math:`2.2\times10^{-308}`, is reported as that
+    number and never flagged exact. Cost :math:`O(d)` per head.
 
     Returns
     -------

@@ -337,24 +337,23 @@ def split_sample_bound(
     delta: Annotated[float, Between(0.0, 1.0, open_low=True)],
     theta: Annotated[float, Between(0.0, 1e3)] = 0.65,
 ) -> float:
-    r"""The sample bound of chapter 6 (``thm-samples``): enough samples for the empirical split step to keep the heads' targets.
+    r"""The closed-form sample bound of chapter 6 (``cor-samples-closed-form``), from worst-case constants.
 
     If both heads' population directions have their largest entries at the two
     hidden bits with gaps at least :math:`\Gamma/d^2` (``gap`` is :math:`\Gamma`), and the
     start's weights are within a factor :math:`1 + \theta` of uniform, then with
-    probability :math:`1 - \delta` over :math:`n` samples every one of the :math:`2(d-1)` gap
-    functionals of the empirical direction is within :math:`\Gamma/(2d^2)` of its mean,
-    provided
+    probability :math:`1 - \delta` over :math:`n` samples every one of the :math:`2(d-1)` gaps
+    of the empirical direction stays positive (so the self-certified step keeps the heads' targets), provided
 
     .. math::
 
-        n &\ge \Bigl(\frac{384\,(1+\theta)^3\,\lambda\, d}{\Gamma^2} + \frac{64\, d^2}{3\,\Gamma}\Bigr) \\
-          &\qquad \times \ln\frac{4(d-1)}{\delta},
+        n &\ge \Bigl(\frac{96\,(1+\theta)^3\,\lambda\, d}{\Gamma^2} + \frac{32\, d^2}{3\,\Gamma}\Bigr) \\
+          &\qquad \times \ln\frac{2(d-1)}{\delta},
 
-    with :math:`\lambda = \|P^\top P\|` (``gram_norm``): Bernstein's inequality for each
-    functional, whose per-sample value lies in :math:`[-8, 8]` and has variance at most
-    :math:`48(1+\theta)^3\lambda/d^3`, and a union bound. The default :math:`\theta = e^{1/2} - 1`
-    covers every start with :math:`\|s\|_\infty \le \tfrac14`.
+    with :math:`\lambda = \|P^\top P\|` (``gram_norm``): ``thm-samples`` with each gap's variance bounded by
+    :math:`48(1+\theta)^3\lambda/d^3`, its one-sided range by 16 and its mean below by :math:`\Gamma/d^2`.
+    The default :math:`\theta = e^{1/2} - 1` covers every start with :math:`\|s\|_\infty \le \tfrac14`.
+    The draw-by-draw bound of ``thm-samples`` itself uses each gap's exact mean and variance (``xorlib._gaps``).
 
     Raises
     ------
@@ -364,13 +363,13 @@ def split_sample_bound(
     Examples
     --------
     >>> round(split_sample_bound(16, 4.0, 1.0, 0.1))
-    741147
+    172997
     """
     try:
-        variance_term = 384 * (1 + theta) ** 3 * gram_norm * d / gap**2
-        range_term = 64 * d**2 / (3 * gap)
-        ratio = 4 * (d - 1) / delta
-        union = math.log(ratio) if math.isfinite(ratio) else math.log(4 * (d - 1)) - math.log(delta)
+        variance_term = 96 * (1 + theta) ** 3 * gram_norm * d / gap**2
+        range_term = 32 * d**2 / (3 * gap)
+        ratio = 2 * (d - 1) / delta
+        union = math.log(ratio) if math.isfinite(ratio) else math.log(2 * (d - 1)) - math.log(delta)
         bound = (variance_term + range_term) * union
     except (OverflowError, ZeroDivisionError):
         bound = math.inf

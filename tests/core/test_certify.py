@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import mpmath
 import pytest
@@ -150,3 +151,47 @@ def test_weights_whose_loss_would_overflow_are_refused_not_nan() -> None:
         worst_case_loss(model, weights * 1e300, (1, 5))
     worst = worst_case_loss(model, weights * 1e70, (1, 5))
     assert not torch.isnan(worst.upper) and not torch.isnan(worst.lower) and not torch.isnan(worst.margin)
+
+
+def _tied_exact(scores: list[float], pair: tuple[int, int]) -> mpmath.mpf:
+    """The exact worst case of tied softmax heads with these scores (``thm-worst-case``), in 60-digit arithmetic."""
+    weights = [mpmath.exp(mpmath.mpf(s)) for s in scores]
+    total = mpmath.fsum(weights)
+    a_u, a_v = weights[pair[0]] / total, weights[pair[1]] / total
+    rest = 1 - a_u - a_v
+    return max(32 * rest**2 * (1 - rest) ** 2, 2 * (abs(a_u - a_v) + rest) ** 4)
+
+
+def test_an_underflowed_bound_is_the_smallest_normal_number_and_never_exact() -> None:
+    """Issue 20: below 1e-308 the certificate returned 0 flagged exact. The true worst case here is about 1e-690."""
+    d, pair = 100, (3, 7)
+    scores = torch.full((2, d), -800.0, dtype=torch.float64)
+    scores[:, list(pair)] = 0.0
+    tiny = torch.finfo(torch.float64).tiny
+    split = torch.full((2, d), -800.0, dtype=torch.float64)
+    split[0, pair[0]] = split[1, pair[1]] = 0.0  # each head on its own bit: the loss is about 1e-340 at most
+    worst = certify_scores(ModelConfig(d, "split"), split, pair)
+    assert float(worst.upper) == tiny and not bool(worst.exact)
+    assert float(worst.lower) >= 0 and bool(worst.all_signs_correct)
+    # tied heads never underflow: the pair gap's rounding allowance keeps the bound above 1e-60
+    tied = certify_scores(ModelConfig(d, "tied"), scores, pair)
+    assert 1e-60 < float(tied.upper) and mpmath.mpf(float(tied.upper)) >= _tied_exact(scores[0].tolist(), pair)
+
+
+def test_the_tied_pair_gap_gets_the_rounding_allowance_of_its_weights() -> None:
+    """Issue 20: at large scores (d >= 10^4 after a big step) each log-weight is known only to ``log_error``; the gap
+    between the pair's weights, a difference of two such weights, must carry that allowance. Every score vector whose
+    log-weights lie within the allowance of the computed ones must be bounded by the certificate."""
+    d, pair = 10_000, (3, 7)
+    scores = torch.zeros(2, d, dtype=torch.float64)
+    scores[:, list(pair)] = 100.0  # equal pair weights; rest mass about 2e-40
+    worst = certify_scores(ModelConfig(d, "tied"), scores, pair)
+    allowance = 16 * torch.finfo(torch.float64).eps * (100.0 + math.log(d) + 1)  # the certificate's log_error
+    for shift in (0.0, 0.5, 1.0):  # the pair's log-weights moved apart by up to the allowance
+        moved = scores[0].tolist()
+        moved[pair[1]] += shift * allowance
+        truth = _tied_exact(moved, pair)
+        assert mpmath.mpf(float(worst.upper)) >= truth * (1 - mpmath.mpf(10) ** -12), shift
+    # the lower bound stays below the truth of the scores as given, and the bracket is honest about its width
+    assert mpmath.mpf(float(worst.lower)) <= _tied_exact(scores[0].tolist(), pair)
+    assert not bool(worst.exact)

@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (each module registers its experiments)
     _linear_models,
     _multistep,
     _one_step,
+    _sample_bound,
     _sigma_samples,
     _verify,
 )

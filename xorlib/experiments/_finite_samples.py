@@ -27,6 +27,8 @@ from ..theory import split_sample_bound
 from ._fits import bootstrap_exponent, logistic_threshold
 from ._registry import experiment
 
+#: The start scale of every trial.
+SIGMA = 1.0
 #: Success criteria: (A) the certified worst case at most epsilon, (B) every sign certified right.
 Criterion = Literal["worst case", "signs"]
 
@@ -69,10 +71,14 @@ class SuccessGrid:
     population_gaps: tuple[tuple[float, ...], ...]  # [code draw][trial]: min over heads of the gap, times d^2
     start_ranges: tuple[tuple[float, ...], ...]  # [code draw][trial]: r = max_k |s_k| at the start
     gram_norms: tuple[float, ...]  # [code draw]: the largest eigenvalue of P^T P
+    population_splits: tuple[tuple[bool, ...], ...]  # [code draw][trial]: the population step puts the heads on u, v
 
     @public
     def sample_bounds(self, delta: Annotated[float, Between(0.0, 1.0, open_low=True)] = 0.1) -> np.ndarray:
-        """The sample bound :math:`N` (``thm-samples``) for every trial ``(code draws, trials)`` (``nan`` where a population gap is not positive).
+        """The closed-form sample bound :math:`N` (``cor-samples-closed-form``) for every trial ``(code draws, trials)``.
+
+        ``nan`` where the corollary does not apply: the population direction's targets are not the hidden
+        bits (``population_splits``), or a gap is not positive.
 
         Examples
         --------
@@ -84,9 +90,10 @@ class SuccessGrid:
         (1, 1)
         """
         out = np.full((len(self.population_gaps), len(self.population_gaps[0])), np.nan)
-        for c, (gaps, ranges) in enumerate(zip(self.population_gaps, self.start_ranges, strict=True)):
-            for t, (gap, r) in enumerate(zip(gaps, ranges, strict=True)):
-                if gap > 0:
+        rows = zip(self.population_gaps, self.start_ranges, self.population_splits, strict=True)
+        for c, (gaps, ranges, splits) in enumerate(rows):
+            for t, (gap, r, split) in enumerate(zip(gaps, ranges, splits, strict=True)):
+                if gap > 0 and split:
                     out[c, t] = split_sample_bound(self.d, self.gram_norms[c], gap, delta, theta=math.expm1(2 * r))
         return out
 
@@ -108,33 +115,40 @@ class SuccessGrid:
         return np.asarray(self.worst, dtype=float) <= self.epsilon
 
 
+def trial_config(heads: str, d: int, code_draw: int, trial: int, epsilon: float, first_seed: int) -> StepConfig:
+    """The step of one trial: code seed ``first_seed + code_draw``; pair, start and samples from one trial seed."""
+    seed = 1_000_000 * (code_draw + 1) + first_seed + trial
+    model = ModelConfig(d, heads, code_seed=first_seed + code_draw, sigma=SIGMA, init_seed=seed)
+    return StepConfig(model, random_pair(d, seed=seed), data_seed=seed, epsilon=epsilon)
+
+
 def _success_grid(
     heads: str, d: int, sample_sizes: tuple[int, ...], code_draws: int, trials: int, epsilon: float, first_seed: int
 ) -> SuccessGrid:
     """Learning curves of one model at one ``d``: code draw ``c`` uses code seed ``first_seed + c``."""
-    sigma = 1.0
-    worst, signs, gaps, ranges, grams = [], [], [], [], []
+    sigma = SIGMA
+    worst, signs, gaps, ranges, grams, splits = [], [], [], [], [], []
     for c in progress(range(code_draws), f"{heads}, d = {d}"):
-        code_seed = first_seed + c
-        codes = Codes(d, seed=code_seed).dense()
+        codes = Codes(d, seed=first_seed + c).dense()
         grams.append(float(np.linalg.norm(codes.numpy(), 2) ** 2))
-        rows_w, rows_s, rows_g, rows_r = [], [], [], []
+        rows_w, rows_s, rows_g, rows_r, rows_p = [], [], [], [], []
         for t in range(trials):
-            seed = 1_000_000 * (c + 1) + first_seed + t  # pair, start and samples of this trial
-            model = ModelConfig(d, heads, code_seed=code_seed, sigma=sigma, init_seed=seed)
-            config = StepConfig(model, random_pair(d, seed=seed), data_seed=seed, epsilon=epsilon)
+            config = trial_config(heads, d, c, t, epsilon, first_seed)
             curve = learning_curve(config, sample_sizes)
             rows_w.append(tuple(float(r.worst_case.upper) for r in curve))
             rows_s.append(tuple(bool(r.worst_case.all_signs_correct) for r in curve))
-            rows_g.append(min(take_step(config).direction_gaps))
-            rows_r.append(float((codes @ model.initial_queries()[0]).abs().max()))
+            population = take_step(config)
+            rows_g.append(min(population.direction_gaps))
+            rows_p.append(population.split)
+            rows_r.append(float((codes @ config.model.initial_queries()[0]).abs().max()))
         worst.append(tuple(rows_w))
         signs.append(tuple(rows_s))
         gaps.append(tuple(rows_g))
         ranges.append(tuple(rows_r))
+        splits.append(tuple(rows_p))
     return SuccessGrid(
         heads, d, Codes(d).m, tuple(sample_sizes), epsilon, sigma, first_seed,
-        tuple(worst), tuple(signs), tuple(gaps), tuple(ranges), tuple(grams),
+        tuple(worst), tuple(signs), tuple(gaps), tuple(ranges), tuple(grams), tuple(splits),
     )  # fmt: skip
 
 
@@ -147,14 +161,14 @@ def thresholds(grid: SuccessGrid, criterion: str = "worst case") -> float:
 
 @dataclass(frozen=True)
 class ThresholdRow:
-    """The samples one model needs at one ``d``, beside the sample bound (``thm-samples``) and the reference lines."""
+    """The samples one model needs at one ``d``, beside the closed-form sample bound (``cor-samples-closed-form``) and the reference lines."""
 
     heads: str
     d: int
     draws: int
     n_star_worst_case: float  # criterion (A)
     n_star_signs: float  # criterion (B)
-    theorem_f: float  # median over draws of the sample bound N, thm-samples (split model; nan for tied)
+    theorem_f: float  # median of the closed-form bound (cor-samples-closed-form) where it applies; nan for tied
     sq_frontier: float  # C(d, 2) / r, r = m (tied) or 2m (split)
     information_floor: float
 
