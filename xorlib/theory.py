@@ -427,34 +427,65 @@ def _csinh(x: float) -> float:
     return 1 / 6 if x == 0 else (math.sinh(x) - x) / x**3
 
 
-def _exp_form_variance(a: torch.Tensor, codes: torch.Tensor, kappa: float, block: int = 2048) -> float:
+class _GramLevels(NamedTuple):
+    r"""The entries of :math:`g = PP^\top` grouped by value: each distinct ``value``, how many entries take it
+    (``count``) and :math:`\sum a_ja_l` over those entries (``weight``), all ``(L,)``."""
+
+    value: torch.Tensor
+    count: torch.Tensor
+    weight: torch.Tensor
+
+
+def _gram_levels(codes: torch.Tensor, a: torch.Tensor, block: int = 1024) -> _GramLevels:
+    r"""One pass over :math:`g = PP^\top` in row blocks: its entries grouped by value, with :math:`\sum a_ja_l` per group.
+
+    For sign codes (every entry :math:`\pm1/\sqrt m`) :math:`g_{jl} = 1 - 2H_{jl}/m` with :math:`H_{jl}` the
+    Hamming distance of rows :math:`j` and :math:`l`, so there are :math:`m + 1` groups and every sum over
+    :math:`(j, l)` of a function of :math:`g_{jl}` costs :math:`m + 1` evaluations. Other codes keep one group
+    per entry.
+    """
+    d, m = codes.shape
+    signs = bool(((codes.abs() * math.sqrt(m) - 1).abs() < 1e-12).all())
+    unit = codes.sign().float()  # for sign codes, products of +-1 sum exactly in float32 (m < 2^24)
+    count, weight = torch.zeros(m + 1, dtype=codes.dtype), torch.zeros(m + 1, dtype=codes.dtype)
+    values, counts, weights = [], [], []
+    for start in range(0, d, block):
+        pairs = (a[start : start + block, None] * a[None, :]).flatten()
+        if signs:
+            hamming = (unit[start : start + block] @ unit.T).sub_(m).mul_(-0.5).long().flatten()  # (m - m g) / 2
+            count += torch.bincount(hamming, minlength=m + 1).to(codes.dtype)
+            weight += torch.bincount(hamming, weights=pairs, minlength=m + 1)
+        else:
+            values.append((codes[start : start + block] @ codes.T).flatten())
+            counts.append(torch.ones_like(pairs))
+            weights.append(pairs)
+    if signs:
+        return _GramLevels(1 - 2 * torch.arange(m + 1, dtype=codes.dtype) / m, count, weight)
+    return _GramLevels(torch.cat(values), torch.cat(counts), torch.cat(weights))
+
+
+def _exp_form_variance(levels: _GramLevels, kappa: float) -> float:
     r"""The exact variance of :math:`S^{(2)} = \sum_j a_j\bigl(e^{cs_j} - e^{\kappa/2}(1 + cs_j)\bigr)`, :math:`s = Pq`, :math:`q \sim \mathcal N(0, \tau^2 I_m)`.
 
-    ``kappa`` is :math:`\kappa = c^2\tau^2` and ``a`` is :math:`Pe`. For unit rows each :math:`s_j` is
-    :math:`\mathcal N(0, \tau^2)`, :math:`e^{\kappa/2}(1 + cs_j)` is the part of :math:`e^{cs_j}` of Hermite degree
-    at most 1, and if :math:`\sum_j a_j = 0` then :math:`\mathbb E S^{(2)} = 0` and, by Mehler's formula
-    (:math:`g = PP^\top`),
+    ``kappa`` is :math:`\kappa = c^2\tau^2`; ``levels`` are :func:`_gram_levels` of the codes and :math:`a = Pe`.
+    For unit rows each :math:`s_j` is :math:`\mathcal N(0, \tau^2)`, :math:`e^{\kappa/2}(1 + cs_j)` is the part of
+    :math:`e^{cs_j}` of Hermite degree at most 1, and if :math:`\sum_j a_j = 0` then :math:`\mathbb E S^{(2)} = 0`
+    and, by Mehler's formula (:math:`g = PP^\top`),
 
     .. math:: \operatorname{Var}S^{(2)} = e^{\kappa}\sum_{j,l}a_ja_l\bigl(e^{\kappa g_{jl}} - 1 - \kappa g_{jl}\bigr).
     """
-    total = 0.0
-    for start in range(0, codes.shape[0], block):
-        g = codes[start : start + block] @ codes.T
-        total += float(a[start : start + block] @ (torch.expm1(kappa * g) - kappa * g) @ a)
-    return math.exp(kappa) * total
+    g = levels.value
+    return math.exp(kappa) * float(levels.weight @ (torch.expm1(kappa * g) - kappa * g))
 
 
-def _fourth_power_variance(codes: torch.Tensor, block: int = 2048) -> float:
+def _fourth_power_variance(levels: _GramLevels) -> float:
     r"""The variance of :math:`\sum_j s_j^4/\tau^8` for :math:`s = Pq`, :math:`q \sim \mathcal N(0, \tau^2 I_m)`, unit rows: :math:`\sum_{j,l}(72g_{jl}^2 + 24g_{jl}^4)`.
 
     For standard Gaussians with correlation :math:`g`, :math:`\mathbb E[X^4Y^4] = 9 + 72g^2 + 24g^4` (Hermite:
     :math:`x^4 = He_4 + 6He_2 + 3`), and :math:`\mathbb E\sum_j s_j^4 = 3d\tau^4`.
     """
-    total = 0.0
-    for start in range(0, codes.shape[0], block):
-        g2 = (codes[start : start + block] @ codes.T) ** 2
-        total += float((72 * g2 + 24 * g2**2).sum())
-    return total
+    g2 = levels.value**2
+    return float(levels.count @ (72 * g2 + 24 * g2**2))
 
 
 class _SplitBounds(NamedTuple):
@@ -552,7 +583,8 @@ def _split_bounds(
     # The gap between the hidden bits: slope (vartheta) and noise (epsilon-pair).
     grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
     phi = max(abs(lam_lo * grow - 2 * grow_2 * hat_max), abs(lam_hi * grow - 2 * grow_2 / m_max))  # Phi
-    cheb = [math.sqrt(16 * _exp_form_variance(c["a"], codes, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
+    levels = _gram_levels(codes, c["a"])
+    cheb = [math.sqrt(16 * _exp_form_variance(levels, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
     chaos = (lam_abs * cheb[0] + hat_max * cheb[1]) / d  # C
     slope = 2 * k_min * (1 - c["rho"]) - phi * c["c_par"] / d
     pair_noise = chaos + phi * tau * c["w_perp"] * math.sqrt(2 / math.pi) / d  # E|Y| = tau |w_perp| sqrt(2/pi)
@@ -560,7 +592,7 @@ def _split_bounds(
     margin = k_min * c["gamma"] + c["nu"] * math.sinh(min(2.0, c["e_norm"]) * r)
     phi_0 = max(abs(lam_lo - 2 * hat_max), abs(lam_hi - 2 / m_max))  # Phi_0
     rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)  # rho_2
-    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(codes) / delta)))  # F
+    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(levels) / delta)))  # F
     margin_noise = (phi_0 * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
     # The even part.
     psi = (2 * lam_abs * grow * _csinh(r) + 32 * grow_2 * _csinh(2 * r)) * r * vbar  # Psi

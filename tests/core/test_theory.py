@@ -304,12 +304,13 @@ def test_exp_form_variance_matches_monte_carlo(c: float) -> None:
     s = q @ codes.T
     kappa = c**2 * tau**2
     samples = (torch.exp(c * s) - math.exp(kappa / 2) * (1 + c * s)) @ a
-    variance = theory._exp_form_variance(a, codes, kappa)
+    levels = theory._gram_levels(codes, a)
+    variance = theory._exp_form_variance(levels, kappa)
     assert abs(float(samples.mean())) < 4 * math.sqrt(variance / len(samples))
     assert abs(float(samples.var()) / variance - 1) < 0.1  # a few standard errors of a sample variance
     fourth = (s**4).sum(1) / tau**4
     assert abs(float(fourth.mean()) / (3 * d) - 1) < 0.02
-    assert abs(float(fourth.var()) / theory._fourth_power_variance(codes) - 1) < 0.1
+    assert abs(float(fourth.var()) / theory._fourth_power_variance(levels) - 1) < 0.1
 
 
 def test_for_sign_codes_the_lean_never_shrinks_the_other_margins() -> None:
