@@ -304,7 +304,7 @@ def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
     worst = certificate(
         after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], after.log_error[0], torch.tensor(tied), model
     )
-    off_pair = OffPair(*(value[0] for value in dataclasses.astuple(after.off_pair)))
+    off_pair = OffPair(*(getattr(after.off_pair, f.name)[0] for f in dataclasses.fields(OffPair)))  # no deep copy
     parts = pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.tied)
     mean_after = deviation_loss(parts, off_pair, c1)
     return StepResult(
@@ -353,6 +353,20 @@ def _refuse_uncertifiable(config: StepConfig, kappa: float, log_error: torch.Ten
         )
 
 
+def _code_rows(model: ModelConfig, views, index: tuple[int, int]) -> torch.Tensor:
+    """The code rows ``P[index]``: read off the dense codes when the views hold them (empirical steps), else built."""
+    blocks = views()
+    if (
+        isinstance(blocks, list | tuple)
+        and len(blocks) == 1
+        and isinstance(blocks[0], BlockView)
+        and blocks[0].rows is not None
+        and blocks[0].stop == model.d
+    ):
+        return blocks[0].rows[list(index)]
+    return model.codes.rows(list(index))
+
+
 def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
     """The sharpness of the configured rule (``inf`` if the certified rule finds no gap), and the direction's top entries."""
     model, d, epsilon = config.model, config.model.d, config.epsilon
@@ -372,7 +386,7 @@ def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -
     if d > SCAN_UP_TO:
         return guess, values
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
-    rows = model.codes.rows(list(believed)).to(q.device)
+    rows = _code_rows(model, views, believed).to(q.device)
     after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
     own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
