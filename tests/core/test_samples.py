@@ -86,3 +86,18 @@ def test_the_stream_is_the_same_whatever_its_length() -> None:
     assert torch.equal(x_short, x_long[:50]) and torch.equal(y_short, y_long[:50])
     assert torch.equal(y_long, -x_long[:, 1] * x_long[:, 4])
     assert not torch.equal(x_short, stream_samples(d, (1, 4), 4, 50)[0])
+
+
+def test_the_gradient_does_not_depend_on_the_thread_count() -> None:
+    d = 48
+    model = ModelConfig(d, "split", code_seed=5, init_seed=6)
+    scores = model.initial_queries() @ model.codes.dense().T
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = score_gradients(scores, (1, 2), model.readout, model.normaliser, [3000, 20000], 8)
+        torch.set_num_threads(2)
+        two = score_gradients(scores, (1, 2), model.readout, model.normaliser, [3000, 20000], 8)
+    finally:
+        torch.set_num_threads(previous)
+    assert all(torch.equal(a, b) for a, b in zip(one, two, strict=True))

@@ -104,14 +104,15 @@ class StepConfig:
         if model.attention != "softmax":
             raise ValueError(f"model.attention must be 'softmax' for one step, got {model.attention!r}")
         object.__setattr__(self, "pair", check_pair("pair", self.pair, model.d))
-        if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
+        if self.n is not None:  # the samples are streamed in chunks of packed bits; only the codes are dense
             if self.n * model.d > MAX_SAMPLE_ENTRIES:
                 raise ValueError(
                     f"n * d must be at most {MAX_SAMPLE_ENTRIES:,} sample entries, got n * d = {self.n * model.d:,}: "
                     f"at d = {model.d:,} take n <= {MAX_SAMPLE_ENTRIES // model.d:,}"
                 )
             check_size(f"the dense codes (d={model.d}, m={model.m})", model.d * model.m, 8)
-            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * model.d, 9)
+            # a chunk of packed sample bytes and its int64 table index: 9 bytes per packed byte
+            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * ((model.d + 7) // 8), 9)
         if self.step == "lattice" and not model.tied:
             raise ValueError(
                 "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
