@@ -43,6 +43,10 @@ from ._random import BYTE_SIGNS, bytes_to_signs, generator, random_bytes
 _SIGNS = BYTE_SIGNS.to(torch.float64).numpy()
 
 
+#: Packed bytes of samples per pass of the forward and backward products (a chunk is cut into such blocks).
+BLOCK_BYTES = 2**19
+
+
 def chunk_rows(d: int) -> int:
     """Rows per chunk of samples: about 2^19 packed bytes (2^22 bits), at least 1024 rows."""
     return max(1024, 2**22 // d)
@@ -95,23 +99,32 @@ def score_gradients(
     offsets = np.arange(per_row, dtype=np.intp) * 256
     histogram = torch.zeros((models, per_row * 256), dtype=torch.complex128)  # H_1 + i H_2 per model
     seen, out, targets = 0, [], list(sample_sizes)
-    for packed in packed_chunks(d, seed, targets[-1]):
-        index = torch.from_numpy(np.add(packed, offsets, dtype=np.intp))  # (rows, per_row): byte j looks in table j
-        z = F.embedding_bag(index, tables, mode="sum").to(torch.float64).reshape(-1, models, 2)  # (rows, models, heads)
-        y = torch.from_numpy(-_sign_at(packed, pair[0]) * _sign_at(packed, pair[1]))
-        residual = c0 - c1 * z[..., 0] * z[..., 1] - y[:, None]  # (rows, models)
-        pulls = residual * torch.complex(z[..., 1], z[..., 0])  # head 1 is pulled by z_2, head 2 by z_1
-        start = 0
-        while start < packed.shape[0]:
-            stop = min(packed.shape[0], start + targets[len(out)] - seen)  # never run past the next snapshot
-            where = index[start:stop]
-            for k in range(models):  # sample by sample, in stream order, into bin (j, B_sj)
-                histogram[k].index_put_((where,), pulls[start:stop, k, None].expand(where.shape), accumulate=True)
-            seen += stop - start
-            start = stop
-            while len(out) < len(targets) and seen == targets[len(out)]:
-                out.append(_snapshot(histogram, _SIGNS, d, seen, c1, scores, weights, normaliser))
+    block = max(1, BLOCK_BYTES // per_row)  # rows per pass: the table index stays within 9 x BLOCK_BYTES bytes
+    for chunk in packed_chunks(d, seed, targets[-1]):
+        for first in range(0, chunk.shape[0], block):
+            packed = chunk[first : first + block]
+            index, pulls = _forward(packed, offsets, tables, pair, c0, c1)
+            start = 0
+            while start < packed.shape[0]:
+                stop = min(packed.shape[0], start + targets[len(out)] - seen)  # never run past the next snapshot
+                where = index[start:stop]
+                for k in range(models):  # sample by sample, in stream order, into bin (j, B_sj)
+                    histogram[k].index_put_((where,), pulls[start:stop, k, None].expand(where.shape), accumulate=True)
+                seen += stop - start
+                start = stop
+                while len(out) < len(targets) and seen == targets[len(out)]:
+                    out.append(_snapshot(histogram, _SIGNS, d, seen, c1, scores, weights, normaliser))
     return out
+
+
+def _forward(packed, offsets, tables, pair, c0, c1) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The table index ``(rows, per_row)`` of a block of packed samples and its pulls :math:`p_1 + i p_2` ``(rows, models)``."""
+    index = torch.from_numpy(np.add(packed, offsets, dtype=np.intp))  # byte j of a row looks in table j
+    z = F.embedding_bag(index, tables, mode="sum").to(torch.float64)  # (rows, 2 * models): z_{h,s}
+    z = z.reshape(z.shape[0], -1, 2)  # (rows, models, heads)
+    y = torch.from_numpy(-_sign_at(packed, pair[0]) * _sign_at(packed, pair[1]))
+    residual = c0 - c1 * z[..., 0] * z[..., 1] - y[:, None]  # (rows, models)
+    return index, residual * torch.complex(z[..., 1], z[..., 0])  # head 1 is pulled by z_2, head 2 by z_1
 
 
 def _snapshot(histogram, signs, d, n, c1, scores, weights, normaliser) -> torch.Tensor:

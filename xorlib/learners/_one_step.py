@@ -111,8 +111,8 @@ class StepConfig:
                     f"at d = {model.d:,} take n <= {MAX_SAMPLE_ENTRIES // model.d:,}"
                 )
             check_size(f"the dense codes (d={model.d}, m={model.m})", model.d * model.m, 8)
-            # a chunk of packed sample bytes and its int64 table index: 9 bytes per packed byte
-            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * ((model.d + 7) // 8), 9)
+            # a chunk of packed sample bits (its passes add a fixed 9 x 2^19 bytes)
+            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * ((model.d + 7) // 8), 2)
         if self.step == "lattice" and not model.tied:
             raise ValueError(
                 "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
