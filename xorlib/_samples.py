@@ -124,7 +124,8 @@ def _forward(packed, offsets, tables, pair, c0, c1) -> tuple[torch.Tensor, torch
     z = z.reshape(z.shape[0], -1, 2)  # (rows, models, heads)
     y = torch.from_numpy(-_sign_at(packed, pair[0]) * _sign_at(packed, pair[1]))
     residual = c0 - c1 * z[..., 0] * z[..., 1] - y[:, None]  # (rows, models)
-    return index, residual * torch.complex(z[..., 1], z[..., 0])  # head 1 is pulled by z_2, head 2 by z_1
+    pulls = residual[..., None] * z.flip(-1)  # (rows, models, 2): head 1 is pulled by z_2, head 2 by z_1
+    return index, torch.view_as_complex(pulls)
 
 
 def _snapshot(histogram, signs, d, n, c1, scores, weights, normaliser) -> torch.Tensor:
