@@ -10,7 +10,7 @@ per byte (the samples never unpacked), the fastest pass this torch offers.
 
 *The step.* ``xorlib.one_step(d, heads, n=n)``: the sampled gradient (a forward
 pass of both heads and a backward pass into per-byte histograms,
-:mod:`xorlib._samples`), the step rule, the attention after the step and the
+``xorlib._samples``), the step rule, the attention after the step and the
 certified worst case over all :math:`2^d` inputs. Both are single-threaded;
 the ratio is taken within each interleaved round (:mod:`benchmarks.timing`).
 """

@@ -430,7 +430,8 @@ def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[S
     """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes`` (increasing), in one pass.
 
     ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
-    each result equals :func:`take_step` with that ``n`` up to rounding (the sums are split at the snapshots).
+    each result equals :func:`take_step` with that ``n``, bit for bit (the gradient's histograms add the samples one
+    at a time in stream order, whatever the snapshots: ``xorlib._samples``).
     """
     return learning_curves((config,), sample_sizes)[0]
 
