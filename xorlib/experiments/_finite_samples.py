@@ -278,7 +278,7 @@ _FULL = FiniteSamplesPlan(
 )
 
 
-@experiment("finite_samples", book=_BOOK, full=_FULL, full_minutes=4.0)
+@experiment("finite_samples", book=_BOOK, full=_FULL, full_minutes=6.3)
 def finite_samples(plan: FiniteSamplesPlan) -> FiniteSamples:
     """Samples one step needs, both models, under both criteria: learning curves, n* fits, the sample bound beside them."""
     split = _model_samples("split", plan.split, plan)
