@@ -2,12 +2,13 @@
 
 Usage::
 
-    python -m benchmarks [--small] [--device cpu|cuda] [--only codes step stream chapters grids]
+    python -m benchmarks [--small] [--device cpu|cuda] [--only codes step stream empirical chapters grids]
 
 ``make benchmarks`` runs the sizes of issue 14: the codes and the one step at
-d = 10^6 against the floor, streamed steps at d = 10^7 and 10^8, every chapter
+d = 10^6 against the floor, streamed steps at d = 10^7 and 10^8, the empirical
+step at d = 1024 from n = 10^6 samples against its floor (issue 23), every chapter
 in a fresh kernel on one core, and the full experiment grids (about a quarter of an
-hour in all). ``make benchmarks-small`` runs the CI sizes of the first three
+hour in all). ``make benchmarks-small`` runs the CI sizes of the first four
 (seconds); the chapter and grid times have no small version (CI builds the book).
 """
 
@@ -20,11 +21,12 @@ from collections.abc import Sequence
 import torch
 
 from .book import chapters_benchmark, grids_benchmark
+from .empirical import FULL_SIZE, SMALL_SIZE, empirical_benchmark
 from .suite import FULL, SMALL, as_text, codes_benchmark, step_benchmark, stream_benchmark
 
-BENCHMARKS = ("codes", "step", "stream", "chapters", "grids")
+BENCHMARKS = ("codes", "step", "stream", "empirical", "chapters", "grids")
 #: What ``--small`` runs by default: the chapter and grid times exist only at full size.
-SMALL_BENCHMARKS = ("codes", "step", "stream")
+SMALL_BENCHMARKS = ("codes", "step", "stream", "empirical")
 
 
 def _device(text: str) -> str:
@@ -56,6 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "codes": lambda: codes_benchmark(sizes.codes, repeats=sizes.repeats, flag=sizes.flag, device=device),
         "step": lambda: step_benchmark(sizes.step, repeats=sizes.repeats, flag=sizes.flag, device=device),
         "stream": lambda: stream_benchmark(sizes.stream, flag=sizes.flag, device=device),
+        "empirical": lambda: empirical_benchmark(
+            SMALL_SIZE if args.small else FULL_SIZE, repeats=sizes.repeats, flag=sizes.flag
+        ),
         "chapters": chapters_benchmark,
         "grids": grids_benchmark,
     }

@@ -8,9 +8,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
+from xorlib._contract import MAX_SAMPLE_ENTRIES
 from xorlib.experiments import plan, run
-from xorlib.experiments._finite_samples import thresholds
+from xorlib.experiments._finite_samples import FiniteSamplesPlan, ModelGrid, grid_for, thresholds
 from xorlib.experiments._fits import bootstrap_exponent, logistic_threshold, power_law
 from xorlib.learners._one_step import StepConfig, learning_curve, take_step
 from xorlib.model import ModelConfig
@@ -23,9 +25,10 @@ def test_learning_curve_equals_separate_steps() -> None:
     curve = learning_curve(config, (50, 300, 2000))
     for result in curve:
         alone = take_step(dataclasses.replace(config, n=result.config.n))
-        # the running sums are split at the snapshots: the same sums in another order (relative differences)
-        assert alone.kappa == pytest.approx(result.kappa, rel=1e-9)
-        assert float(alone.worst_case.upper) == pytest.approx(float(result.worst_case.upper), rel=1e-6, abs=1e-300)
+        # the histograms add the samples one at a time in stream order, whatever the snapshots: the same numbers
+        assert alone.kappa == result.kappa
+        assert torch.equal(alone.queries_after, result.queries_after)
+        assert float(alone.worst_case.upper) == float(result.worst_case.upper)
 
 
 def test_fits_recover_known_values() -> None:
@@ -67,3 +70,26 @@ def test_tied_window_and_split_no_upper_edge() -> None:
     split = curves.median("split, n = 100,000")
     after = split[int(np.argmax(np.asarray(split) < 1e-6)) :]
     assert all(b <= a * (1 + 1e-9) + 1e-300 for a, b in itertools.pairwise(after))
+
+
+def test_the_full_grid_reaches_d_1024_within_the_sample_limit() -> None:
+    """The plan only (nothing runs): the split model to d = 1024 over 1.5 decades or more, the same draws per d."""
+    full, book = plan("finite_samples", full=True), plan("finite_samples")
+    assert max(full.split.ds) == 1024 and math.log10(max(full.split.ds) / min(full.split.ds)) >= 1.5
+    assert max(full.tied.ds) >= 2 * max(book.tied.ds)  # the tied model as far as the sample limit allows
+    assert (
+        full.split.code_draws >= 3
+        and full.split.code_draws * full.split.trials == full.tied.code_draws * full.tied.trials
+    )
+    for heads in ("split", "tied"):
+        grid = getattr(full, heads)
+        for d in grid.ds:
+            sizes = grid_for(heads, d, grid.top)
+            assert sizes[-1] * d <= MAX_SAMPLE_ENTRIES
+            assert sizes[-1] >= (3.5 if heads == "split" else 200) * d * d  # past the 50 % points measured
+            assert sizes == tuple(sorted(set(sizes)))
+    assert grid_for("split", 32) == grid_for("split", 32, 32.0)  # the book's grid keeps its default top
+    with pytest.raises(ValueError, match=r"split\.top must keep n \* d"):
+        FiniteSamplesPlan(split=ModelGrid((1024,), 1, 1, top=8.0), tied=ModelGrid((16,), 1, 1))
+    with pytest.raises(ValueError, match="ds"):
+        ModelGrid((2048,), 1, 1)

@@ -113,7 +113,7 @@ def test_independent_start_and_explicit_config() -> None:
         ({"d": 64, "epsilon": 0.0}, ValueError, "epsilon must be"),
         ({"d": 64, "n": 0}, ValueError, "n must be"),
         ({"d": 10**7, "n": 10**6}, ValueError, "n \\* d must be at most"),
-        ({"d": 10**6, "n": 4000}, ValueError, "GiB"),
+        ({"d": 2 * 10**7, "n": 200}, ValueError, "GiB"),  # the dense codes (the samples stay packed)
         ({"d": 64, "sigma": -1.0}, ValueError, "sigma must be"),
         ({"d": 64, "pair": (3, 3)}, ValueError, "distinct"),
         ({"d": 64, "device": "cuda"}, ValueError, "CUDA is not available"),

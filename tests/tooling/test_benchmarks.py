@@ -22,6 +22,7 @@ from _tolerance import assert_close  # noqa: E402
 from benchmarks.__main__ import main as benchmarks_main  # noqa: E402
 from benchmarks.book import GRIDS_BUDGET_S, chapters_benchmark, grid_command, grids_benchmark  # noqa: E402
 from benchmarks.chapter_times import chapter_paths, time_chapter  # noqa: E402
+from benchmarks.empirical import SMALL_SIZE, draw_samples, empirical_benchmark, sample_floor  # noqa: E402
 from benchmarks.measure import measure_in_subprocess  # noqa: E402
 from benchmarks.suite import SMALL, as_text, codes_benchmark, step_benchmark  # noqa: E402
 from benchmarks.workloads import floor, generate_codes  # noqa: E402
@@ -56,6 +57,30 @@ def test_one_step_of_both_models_is_within_a_few_floors() -> None:
     assert rows["tied"].step_over_floor < 6.0  # (1.6: at d <= 2^18 the tied rule scans 121 step sizes)
     text = as_text(result)
     assert "python -m benchmarks --only step" in text and "| split |" in text.replace("  ", " ")
+
+
+def test_the_sample_floor_is_one_product_of_random_signs_with_the_weights() -> None:
+    d, n = 21, 3000
+    w = torch.randn(d, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    got = sample_floor(d, n, w, seed=2)
+    gen = torch.Generator().manual_seed(2)
+    words = torch.randint(-(2**63), 2**63 - 1, (-(-n * 3 // 8),), generator=gen)
+    packed = words.view(torch.uint8)[: 3 * n].view(n, 3).long()
+    bits = torch.stack([(packed >> b) & 1 for b in range(8)], dim=-1).reshape(n, 24)[:, :d]
+    # float32 table entries (sums of 8 weights) summed in float32 over 3 bytes: within gamma_11 sum|w| (float32)
+    assert_close(got, (1 - 2 * bits).double() @ w, operations=11, scale=float(w.abs().sum()), dtype=torch.float32)
+    assert draw_samples(d, n, seed=2) == n
+
+
+def test_the_empirical_step_is_within_a_few_floors() -> None:
+    result = empirical_benchmark(SMALL_SIZE, repeats=3)
+    rows = {row.heads: row for row in result.rows}
+    assert set(rows) == {"tied", "split"} and all(row.n == SMALL_SIZE[1] for row in result.rows)
+    assert rows["split"].success  # (the tied model's step at n = 2^17, d = 256 is short of its n*)
+    for row in result.rows:
+        assert row.draw_s < row.floor_s  # the floor draws and then passes over the bits
+        assert row.step_over_floor < 6.0  # (2.3-2.9 at d = 256; 1.9-2.2 at d = 1024, n = 10^6, the size)
+    assert "python -m benchmarks --only empirical" in as_text(result)
 
 
 def test_a_streamed_step_in_a_fresh_process_stays_in_bounded_memory() -> None:

@@ -104,14 +104,15 @@ class StepConfig:
         if model.attention != "softmax":
             raise ValueError(f"model.attention must be 'softmax' for one step, got {model.attention!r}")
         object.__setattr__(self, "pair", check_pair("pair", self.pair, model.d))
-        if self.n is not None:  # the samples are streamed in chunks; only the codes are dense
+        if self.n is not None:  # the samples are streamed in chunks of packed bits; only the codes are dense
             if self.n * model.d > MAX_SAMPLE_ENTRIES:
                 raise ValueError(
                     f"n * d must be at most {MAX_SAMPLE_ENTRIES:,} sample entries, got n * d = {self.n * model.d:,}: "
                     f"at d = {model.d:,} take n <= {MAX_SAMPLE_ENTRIES // model.d:,}"
                 )
             check_size(f"the dense codes (d={model.d}, m={model.m})", model.d * model.m, 8)
-            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * model.d, 9)
+            # a chunk of packed sample bits (its passes add a fixed 9 x 2^19 bytes)
+            check_size(f"a chunk of samples (d={model.d})", chunk_rows(model.d) * ((model.d + 7) // 8), 2)
         if self.step == "lattice" and not model.tied:
             raise ValueError(
                 "step='lattice' is the tied model's rule; use 'certified' or a sharpness for heads='split'"
@@ -304,7 +305,7 @@ def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
     worst = certificate(
         after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], after.log_error[0], torch.tensor(tied), model
     )
-    off_pair = OffPair(*(value[0] for value in dataclasses.astuple(after.off_pair)))
+    off_pair = OffPair(*(getattr(after.off_pair, f.name)[0] for f in dataclasses.fields(OffPair)))  # no deep copy
     parts = pair_deviations(after.log_weight_u[0], after.log_weight_v[0], after.log_rest[0], model.tied)
     mean_after = deviation_loss(parts, off_pair, c1)
     return StepResult(
@@ -353,6 +354,20 @@ def _refuse_uncertifiable(config: StepConfig, kappa: float, log_error: torch.Ten
         )
 
 
+def _code_rows(model: ModelConfig, views, index: tuple[int, int]) -> torch.Tensor:
+    """The code rows ``P[index]``: read off the dense codes when the views hold them (empirical steps), else built."""
+    blocks = views()
+    if (
+        isinstance(blocks, list | tuple)
+        and len(blocks) == 1
+        and isinstance(blocks[0], BlockView)
+        and blocks[0].rows is not None
+        and blocks[0].stop == model.d
+    ):
+        return blocks[0].rows[list(index)]
+    return model.codes.rows(list(index))
+
+
 def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -> tuple[float, torch.Tensor | None]:
     """The sharpness of the configured rule (``inf`` if the certified rule finds no gap), and the direction's top entries."""
     model, d, epsilon = config.model, config.model.d, config.epsilon
@@ -372,7 +387,7 @@ def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -
     if d > SCAN_UP_TO:
         return guess, values
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
-    rows = model.codes.rows(list(believed)).to(q.device)
+    rows = _code_rows(model, views, believed).to(q.device)
     after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
     own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
@@ -415,7 +430,8 @@ def learning_curve(config: StepConfig, sample_sizes: tuple[int, ...]) -> tuple[S
     """One step from the first ``n`` samples of one stream, for each ``n`` of ``sample_sizes`` (increasing), in one pass.
 
     ``config.n`` is ignored; the samples are those of ``config.data_seed``'s stream, so
-    each result equals :func:`take_step` with that ``n`` up to rounding (the sums are split at the snapshots).
+    each result equals :func:`take_step` with that ``n``, bit for bit (the gradient's histograms add the samples one
+    at a time in stream order, whatever the snapshots: ``xorlib._samples``).
     """
     return learning_curves((config,), sample_sizes)[0]
 
