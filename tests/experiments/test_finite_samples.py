@@ -86,9 +86,11 @@ def test_the_full_grid_reaches_d_1024_within_the_sample_limit() -> None:
         for d in grid.ds:
             sizes = grid_for(heads, d, grid.top)
             assert sizes[-1] * d <= MAX_SAMPLE_ENTRIES
-            assert sizes[-1] >= (3.5 if heads == "split" else 200) * d * d  # past the 50 % points measured
+            assert (
+                sizes[-1] >= (3.5 if heads == "split" else 100) * d * d
+            )  # past the 50 % points measured (at most 55 d^2)
             assert sizes == tuple(sorted(set(sizes)))
-    assert grid_for("split", 32) == grid_for("split", 32, 32.0)  # the book's grid keeps its default top
+    assert grid_for("split", 32) == grid_for("split", 32, 8.0)  # the book's grid keeps its default top
     with pytest.raises(ValueError, match=r"split\.top must keep n \* d"):
         FiniteSamplesPlan(split=ModelGrid((1024,), 1, 1, top=8.0), tied=ModelGrid((16,), 1, 1))
     with pytest.raises(ValueError, match="ds"):

@@ -258,17 +258,20 @@ class FiniteSamplesPlan:
                     )
 
 
-#: The top of each model's sample grid by default, in units of d^2.
-DEFAULT_TOP = {"split": 32.0, "tied": 256.0}
+#: The bottom and the top of each model's sample grid by default, in units of d^2.
+DEFAULT_BOTTOM = {"split": 1 / 16, "tied": 1 / 2}
+DEFAULT_TOP = {"split": 8.0, "tied": 128.0}
 
 
 def grid_for(heads: str, d: int, top: float | None = None) -> tuple[int, ...]:
-    """The sample sizes searched for one model at one ``d``: from d/2 (at least 8) to ``top`` d^2, two per octave.
+    """The sample sizes searched for one model at one ``d``: from ``bottom`` d^2 (at least 8) to ``top`` d^2, two per octave.
 
-    By default ``top`` is 32 (split) or 256 (tied): the book's grid measured n* of 0.8 to 1.4 d^2
-    (split) and 13 to 35 d^2 (tied), so the grid reaches several times past the 50 % point.
+    By default the grid runs from d^2/16 to 8 d^2 (split) and from d^2/2 to 128 d^2 (tied): the full grid
+    measures n* of 0.65 to 1.1 d^2 (split) and 14 to 55 d^2 (tied), so each grid starts where almost every
+    trial fails and reaches several times past the 50 % point.
     """
-    return sample_grid(max(8, d // 2), round((DEFAULT_TOP[heads] if top is None else top) * d * d), per_octave=2)
+    bottom = max(8, round(DEFAULT_BOTTOM[heads] * d * d))
+    return sample_grid(bottom, round((DEFAULT_TOP[heads] if top is None else top) * d * d), per_octave=2)
 
 
 def _model_samples(heads: str, grid: ModelGrid, plan: FiniteSamplesPlan) -> ModelSamples:
@@ -285,9 +288,9 @@ def _model_samples(heads: str, grid: ModelGrid, plan: FiniteSamplesPlan) -> Mode
     return ModelSamples(heads, grids, Exponent(*fit), grid.code_draws * grid.trials)
 
 
-_BOOK = FiniteSamplesPlan(split=ModelGrid((16, 24, 32, 48, 64, 96), 3, 6), tied=ModelGrid((16, 24, 32), 2, 6))
-#: The full grid: the split model to d = 1024 (1.8 decades), its curves to 4 d^2 (n d <= 2^32 at d = 1024; the book's
-#: grid puts n* at 0.8 to 1.4 d^2); the tied model to d = 256, where its default top of 256 d^2 meets that limit.
+_BOOK = FiniteSamplesPlan(split=ModelGrid((16, 24, 32, 48, 64, 96), 3, 4), tied=ModelGrid((16, 24, 32), 2, 6))
+#: The full grid: the split model to d = 1024 (1.8 decades), its curves to 4 d^2 (n d <= 2^32 at d = 1024; n* is
+#: 0.65 to 1.1 d^2); the tied model to d = 256 (its default top of 128 d^2 keeps n d <= 2^32 up to d = 322).
 _FULL = FiniteSamplesPlan(
     split=ModelGrid((16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024), 4, 6, top=4.0),
     tied=ModelGrid((16, 24, 32, 48, 64, 96, 128, 192, 256), 4, 6),
