@@ -269,7 +269,7 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
     raw = _random_raw(seed, "authors-data", runs, config.n_train, d)
     train_set, y = pack(raw, d), parity_labels(raw, checked)
     raw = _all_raw(d, runs) if d <= _EXACT_D else _random_raw(seed, "authors-test", runs, _FRESH, d)
-    test_set, test_y = pack(raw, d), parity_labels(raw, checked)
+    test_set, test_y = None if d <= _EXACT_D else pack(raw, d), parity_labels(raw, checked)  # None: all inputs
     sign_test = "all inputs" if d <= _EXACT_D else f"{_FRESH:,} fresh samples"
     a = torch.stack([authors_init(config.k, seed=derive_seed(seed, "run", r)) for r in range(runs)])
     optimiser = Adam(a, lr=config.lr)
