@@ -18,7 +18,9 @@ detection by at most ``screen`` steps; freezing a network once it succeeded.
 *Ensembles.* ``M`` networks train at once as the leading axis of every tensor
 (batched matrix products, one Python iteration per SGD step, never per sample).
 Network ``k`` draws its initialisation and its data from streams of
-``(seed, k)``, so its run does not depend on how many networks train beside it.
+``(seed, k)``, so its run does not depend on how many networks train beside it;
+:func:`train_mlp_rates` trains one such ensemble per learning rate as one larger
+ensemble, each network with its own rate and the streams of its trial.
 
 The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 
@@ -32,6 +34,7 @@ The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -50,7 +53,8 @@ BARAK_LRS = (0.001, 0.01, 0.1, 1.0)
 #: Their test: 100 % accuracy on this many fresh samples.
 BARAK_EVAL_N = 2**13
 _BLOCK = 64  # SGD steps whose fresh minibatches are drawn at once
-_CHUNK = 4096  # inputs per chunk when evaluating on many inputs
+_CHUNK = 4096  # fresh inputs per chunk when evaluating on many inputs
+_CHUNK_ACTIVATIONS = 2**20  # hidden activations (networks x inputs x width) per chunk of all inputs: they stay in cache
 _MAX_EXACT_D = 20  # largest d whose 2^d inputs are enumerated
 
 
@@ -104,14 +108,25 @@ class MLPParams(NamedTuple):
         return self.first.shape[0]
 
 
-def init_mlp(d: int, width: int, *, models: int = 1, seed: int = 0, dtype: torch.dtype = torch.float32) -> MLPParams:
-    r"""PyTorch's default initialisation for ``models`` networks; network ``k`` from the stream ``(seed, k)``."""
+def init_mlp(
+    d: int,
+    width: int,
+    *,
+    models: int = 1,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    streams: Sequence[int] | None = None,
+) -> MLPParams:
+    r"""PyTorch's default initialisation for ``models`` networks; network ``k`` from the stream ``(seed, k)``.
+
+    ``streams``: network ``k`` from the stream ``(seed, streams[k])`` instead (then ``models`` is ``len(streams)``).
+    """
 
     def uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
         return (2 * torch.rand(shape, generator=gen, dtype=torch.float64) - 1) / math.sqrt(fan_in)
 
     parts = []
-    for k in range(models):
+    for k in range(models) if streams is None else streams:
         gen = generator(seed, "mlp-init", k, d, width)
         parts.append(
             (
@@ -129,24 +144,24 @@ def _per_network(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     return x.unsqueeze(0).expand(params.models, *x.shape) if x.ndim == 2 else x
 
 
-def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pre-activations ``(M, n, W)`` and outputs ``(M, n)`` (no checks)."""
+def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pre-activations and activations ``(M, n, W)``, and outputs ``(M, n)`` (no checks)."""
     pre = torch.baddbmm(params.first_bias.unsqueeze(1), x, params.first.transpose(1, 2))
-    f = torch.bmm(torch.relu(pre), params.second.unsqueeze(-1)).squeeze(-1) + params.second_bias.unsqueeze(-1)
-    return pre, f
+    h = torch.relu(pre)
+    f = torch.bmm(h, params.second.unsqueeze(-1)).squeeze(-1) + params.second_bias.unsqueeze(-1)
+    return pre, h, f
 
 
 def mlp_forward(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     """Outputs :math:`f(x)` of every network, shape ``(M, n)``; ``x`` is ``(n, d)`` (shared) or ``(M, n, d)``."""
-    return _forward(params, _per_network(params, x))[1]
+    return _forward(params, _per_network(params, x))[2]
 
 
 def _hinge_step(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tuple[MLPParams, torch.Tensor]:
     """Hand-written gradients of the mean hinge loss, and the margins :math:`y f` ``(M, B)`` (no checks)."""
-    pre, f = _forward(params, x)
+    pre, h, f = _forward(params, x)
     margin = y * f
     grad_f = -(y * (margin < 1.0)) / x.shape[1]
-    h = torch.relu(pre)
     grad_h = grad_f.unsqueeze(-1) * params.second.unsqueeze(1) * (pre > 0)
     grads = MLPParams(
         first=torch.bmm(grad_h.transpose(1, 2), x),
@@ -186,36 +201,39 @@ def _fresh(gens: Sequence[torch.Generator], rows: int, d: int, dtype: torch.dtyp
 
 
 def _sgd(
-    params: MLPParams, config: MLPConfig, index: torch.Tensor, seed: int, active: torch.Tensor
-) -> Iterator[tuple[int, torch.Tensor]]:
-    """Run online SGD in place on ``params``; yield ``(t, all_correct)`` after update ``t`` (``1..max_steps``).
+    params: MLPParams,
+    config: MLPConfig,
+    index: torch.Tensor,
+    seed: int,
+    active: torch.Tensor,
+    lr: torch.Tensor,
+    streams: Sequence[int],
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Run online SGD in place on ``params``; yield ``(t, all_correct, finite)`` after update ``t`` (``1..max_steps``).
 
-    ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was classified
-    correctly before the update. Only networks with ``active[k]`` are updated; the
-    caller may change ``active`` between steps. Raises :class:`DivergenceError`.
+    Network ``k`` learns at rate ``lr[k]`` from the data stream ``(seed, streams[k])`` (networks with one stream
+    see the same data, drawn once). ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was
+    classified correctly before the update, ``finite`` whether its outputs were finite. Only networks with
+    ``active[k]`` are updated; the caller may change ``active`` between steps.
     """
-    models, d, lr = params.models, config.d, config.lr
-    gens = [generator(seed, "mlp-data", k, d) for k in range(models)]
+    models, d = params.models, config.d
+    unique = sorted(set(streams))
+    gens = [generator(seed, "mlp-data", k, d) for k in unique]
+    pick = None if list(streams) == unique else torch.tensor([unique.index(k) for k in streams])
     step = 0
     while step < config.max_steps:
         block = min(_BLOCK, config.max_steps - step)
         x_all = _fresh(gens, block * config.batch, d, params.first.dtype)
+        x_all = x_all if pick is None else x_all.index_select(0, pick)
         y_all = _labels(x_all, index).view(models, block, config.batch)
         x_all = x_all.view(models, block, config.batch, d)
         for b in range(block):
             grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b])
-            finite = torch.isfinite(margin).all(-1) | ~active
-            if not bool(finite.all()):
-                bad = torch.nonzero(~finite).flatten().tolist()
-                raise DivergenceError(
-                    f"online SGD diverged at step {step + 1} with lr = {lr}: network(s) {bad} produced "
-                    "NaN or infinite outputs; lower lr"
-                )
             scale = (lr * active).to(params.first.dtype)
             for p, g in zip(params, grads, strict=True):
                 p.sub_(g * scale.view(-1, *([1] * (g.ndim - 1))))
             step += 1
-            yield step, (margin > 0).all(-1)
+            yield step, (margin > 0).all(-1), torch.isfinite(margin).all(-1)
 
 
 @dataclass(frozen=True)
@@ -239,6 +257,47 @@ class MLPRun:
         return float(np.mean([s is not None for s in self.steps_to_success]))
 
 
+def _diverged(step: int, lr: float, bad: torch.Tensor) -> DivergenceError:
+    return DivergenceError(
+        f"online SGD diverged at step {step} with lr = {lr}: network(s) {torch.nonzero(bad).flatten().tolist()} "
+        "produced NaN or infinite outputs; lower lr"
+    )
+
+
+def _train(
+    config: MLPConfig, index: torch.Tensor, lr: torch.Tensor, streams: Sequence[int], seed: int, stop: bool
+) -> tuple[list[int | None], list[int | None], MLPParams]:
+    """Barak et al.'s protocol for an ensemble: each network's step of success and step of divergence (or ``None``).
+
+    ``stop``: raise :class:`DivergenceError` at the first divergence; else freeze the diverged networks and go on.
+    """
+    models = index.shape[0]
+    params = init_mlp(config.d, config.width, seed=seed, streams=streams)
+    active = torch.ones(models, dtype=torch.bool)
+    streak = torch.zeros(models, dtype=torch.long)
+    eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in streams]  # one per network, even on one stream
+    success: list[int | None] = [None] * models
+    diverged: list[int | None] = [None] * models
+    for step, correct, finite in _sgd(params, config, index, seed, active, lr, streams):
+        bad = active & ~finite
+        if bool(bad.any()):
+            if stop:
+                raise _diverged(step, config.lr, bad)
+            for k in torch.nonzero(bad).flatten().tolist():
+                diverged[k], active[k] = step, False
+        streak = torch.where(correct, streak + 1, 0)
+        due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
+        for k in due:  # a fresh test of network k alone
+            x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
+            one = MLPParams(*(p[k : k + 1] for p in params))
+            if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[2] > 0).all()):
+                success[k], active[k] = step, False
+            streak[k] = 0
+        if not bool(active.any()):
+            break
+    return success, diverged, params
+
+
 def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int = 0) -> MLPRun:
     """Barak et al.'s protocol for one network per entry of ``pairs`` (its hidden pair), all trained at once.
 
@@ -252,26 +311,44 @@ def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int 
         If any network's outputs become NaN or infinite.
     """
     index = _pair_index(pairs)
-    models = index.shape[0]
     start = time.perf_counter()
-    params = init_mlp(config.d, config.width, models=models, seed=seed)
-    active = torch.ones(models, dtype=torch.bool)
-    streak = torch.zeros(models, dtype=torch.long)
-    eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in range(models)]
-    success: list[int | None] = [None] * models
+    lr = torch.full((index.shape[0],), config.lr)
     with torch.no_grad():
-        for step, correct in _sgd(params, config, index, seed, active):
-            streak = torch.where(correct, streak + 1, 0)
-            due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
-            for k in due:  # a fresh test of network k alone
-                x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
-                one = MLPParams(*(p[k : k + 1] for p in params))
-                if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[1] > 0).all()):
-                    success[k], active[k] = step, False
-                streak[k] = 0
-            if not bool(active.any()):
-                break
+        success, _, params = _train(config, index, lr, range(index.shape[0]), seed, stop=True)
     return MLPRun(config, tuple(map(tuple, index.tolist())), tuple(success), time.perf_counter() - start, params)
+
+
+def train_mlp_rates(
+    config: MLPConfig, pairs: Sequence[tuple[int, int]], lrs: Sequence[float], *, seed: int = 0
+) -> tuple[MLPRun | None, ...]:
+    """:func:`train_mlp` at each learning rate of ``lrs`` (``config.lr`` is ignored), as one ensemble.
+
+    Entry ``j`` is ``train_mlp(replace(config, lr=lrs[j]), pairs, seed=seed)``, the same networks
+    and data, or ``None`` where that call raises :class:`DivergenceError`. The rates share the Python
+    loop over the SGD steps; each run's ``seconds`` is its share of the wall time.
+    """
+    index = _pair_index(pairs)
+    trials = index.shape[0]
+    start = time.perf_counter()
+    lr = torch.tensor([rate for rate in lrs for _ in range(trials)])
+    with torch.no_grad():
+        success, diverged, params = _train(
+            config, index.repeat(len(lrs), 1), lr, list(range(trials)) * len(lrs), seed, stop=False
+        )
+    seconds = (time.perf_counter() - start) / len(lrs)
+    runs = []
+    for j, rate in enumerate(lrs):
+        part = slice(j * trials, (j + 1) * trials)
+        if any(step is not None for step in diverged[part]):
+            runs.append(None)
+            continue
+        runs.append(
+            MLPRun(
+                dataclasses.replace(config, lr=rate), tuple(map(tuple, index.tolist())), tuple(success[part]),
+                seconds, MLPParams(*(p[part].clone() for p in params)),
+            )
+        )  # fmt: skip
+    return tuple(runs)
 
 
 @dataclass(frozen=True)
@@ -293,13 +370,18 @@ def mlp_snapshots(
     ``steps`` must be increasing and at most ``config.max_steps``.
     """
     index, wanted = _pair_index(pairs), list(steps)
+    models = index.shape[0]
     start = time.perf_counter()
-    params = init_mlp(config.d, config.width, models=index.shape[0], seed=seed)
-    active = torch.ones(index.shape[0], dtype=torch.bool)
+    params = init_mlp(config.d, config.width, models=models, seed=seed)
+    active = torch.ones(models, dtype=torch.bool)
     kept, todo = [], iter(wanted)
     target = next(todo)
     with torch.no_grad():
-        for step, _ in _sgd(params, config, index, seed, active):
+        for step, _, finite in _sgd(
+            params, config, index, seed, active, torch.full((models,), config.lr), range(models)
+        ):
+            if not bool(finite.all()):
+                raise _diverged(step, config.lr, ~finite)
             if step == target:
                 kept.append(MLPParams(*(p.clone() for p in params)))
                 target = next(todo, None)
@@ -325,7 +407,8 @@ def min_margin(
     dtype = params.first.dtype
     if samples is None:  # d <= 20
         inputs = all_inputs(d, dtype=dtype).to(params.first.device)
-        chunks = (inputs[s : s + _CHUNK].expand(models, -1, -1) for s in range(0, inputs.shape[0], _CHUNK))
+        rows = max(64, _CHUNK_ACTIVATIONS // (models * params.first.shape[1]))
+        chunks = (inputs[s : s + rows].expand(models, -1, -1) for s in range(0, inputs.shape[0], rows))
     else:
         gens = [generator(seed, "mlp-margin", k, d) for k in range(models)]
         sizes = [min(_CHUNK, samples - s) for s in range(0, samples, _CHUNK)]
@@ -333,7 +416,7 @@ def min_margin(
     smallest = torch.full((models,), math.inf, dtype=dtype, device=params.first.device)
     with torch.no_grad():
         for x in chunks:
-            margin = _labels(x, index.to(x.device)) * _forward(params, x)[1]
+            margin = _labels(x, index.to(x.device)) * _forward(params, x)[2]
             smallest = torch.minimum(smallest, margin.amin(-1))
     if not bool(torch.isfinite(smallest).all()):
         raise DivergenceError("the networks' outputs are NaN or infinite: their parameters diverged")
