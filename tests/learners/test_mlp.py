@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from _tolerance import assert_close, gamma
@@ -15,6 +17,7 @@ from xorlib.learners._mlp import (
     mlp_forward,
     mlp_snapshots,
     train_mlp,
+    train_mlp_rates,
 )
 from xorlib.learners._training import DivergenceError
 from xorlib.task import all_inputs, sample_xor
@@ -102,3 +105,22 @@ def test_divergence_raises_instead_of_reporting_accuracy_zero() -> None:
     huge.first.mul_(3e38)  # finite, but the outputs overflow
     with pytest.raises(DivergenceError, match="NaN or infinite"):
         min_margin(huge, [(1, 5)])
+
+
+def test_rates_in_one_ensemble_are_the_runs_of_each_rate() -> None:
+    """train_mlp_rates trains every rate at once (frozen networks skipped): each entry is train_mlp at that rate, and
+    a rate whose run diverges is None, without disturbing the others."""
+    config = MLPConfig(8, width=16, max_steps=300)
+    pairs = [(1, 5), (0, 7), (2, 3)]
+    lrs = (0.01, 1.0, 1e4)
+    runs = train_mlp_rates(config, pairs, lrs, seed=2)
+    assert runs[2] is None
+    with pytest.raises(DivergenceError):
+        train_mlp(dataclasses.replace(config, lr=1e4), pairs, seed=2)
+    for lr, run in zip(lrs[:2], runs[:2], strict=True):
+        alone = train_mlp(dataclasses.replace(config, lr=lr), pairs, seed=2)
+        assert run.config == alone.config and run.steps_to_success == alone.steps_to_success
+        for a, b in zip(run.params, alone.params, strict=True):
+            assert torch.equal(a, b)
+    # the fast rate froze some networks early and the slow one none: both paths of the step ran
+    assert any(s is not None for s in runs[1].steps_to_success) and runs[0].steps_to_success == (None,) * 3

@@ -216,24 +216,41 @@ def _sgd(
     classified correctly before the update, ``finite`` whether its outputs were finite. Only networks with
     ``active[k]`` are updated; the caller may change ``active`` between steps.
     """
-    models, d = params.models, config.d
+    models, d, dtype = params.models, config.d, params.first.dtype
     unique = sorted(set(streams))
     gens = [generator(seed, "mlp-data", k, d) for k in unique]
-    pick = None if list(streams) == unique else torch.tensor([unique.index(k) for k in streams])
+    stream_of = torch.tensor([unique.index(k) for k in streams])
     step = 0
-    while step < config.max_steps:
+    while step < config.max_steps and bool(active.any()):
         block = min(_BLOCK, config.max_steps - step)
-        x_all = _fresh(gens, block * config.batch, d, params.first.dtype)
-        x_all = x_all if pick is None else x_all.index_select(0, pick)
-        y_all = _labels(x_all, index).view(models, block, config.batch)
-        x_all = x_all.view(models, block, config.batch, d)
+        # data for the networks still learning only: a frozen network's stream is never read again
+        nets = torch.nonzero(active).flatten()  # networks only ever stop learning, so this covers the block
+        needed = torch.unique(stream_of[nets])  # sorted
+        drawn = _fresh([gens[u] for u in needed.tolist()], block * config.batch, d, dtype)
+        x_all = drawn.index_select(0, torch.searchsorted(needed, stream_of[nets]))  # (networks of the block, rows, d)
+        y_all = _labels(x_all, index[nets]).view(len(nets), block, config.batch)
+        x_all = x_all.view(len(nets), block, config.batch, d)
         for b in range(block):
-            grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b])
-            scale = (lr * active).to(params.first.dtype)
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(g * scale.view(-1, *([1] * (g.ndim - 1))))
+            correct = torch.zeros(models, dtype=torch.bool)
+            finite = torch.ones(models, dtype=torch.bool)
+            if bool(active.all()):  # every network learns: the whole ensemble, in place
+                grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b])
+                scale = lr.to(dtype)
+                for p, g in zip(params, grads, strict=True):
+                    p.sub_(g * scale.view(-1, *([1] * (g.ndim - 1))))
+                correct, finite = (margin > 0).all(-1), torch.isfinite(margin).all(-1)
+            else:  # only the networks still learning: the frozen ones cost nothing
+                live = torch.nonzero(active).flatten()
+                rows = torch.searchsorted(nets, live)
+                sub = MLPParams(*(p.index_select(0, live) for p in params))
+                grads, margin = _hinge_step(sub, x_all[rows, b], y_all[rows, b])
+                scale = lr[live].to(dtype)
+                for p, q, g in zip(params, sub, grads, strict=True):
+                    p.index_copy_(0, live, q.sub_(g * scale.view(-1, *([1] * (g.ndim - 1)))))
+                correct[live] = (margin > 0).all(-1)
+                finite[live] = torch.isfinite(margin).all(-1)
             step += 1
-            yield step, (margin > 0).all(-1), torch.isfinite(margin).all(-1)
+            yield step, correct, finite
 
 
 @dataclass(frozen=True)
