@@ -101,8 +101,8 @@ def _piece_of(count: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     slopes, intercepts = pieces(k, count.dtype)
     slope = torch.full_like(count, float(slopes[0]))
     intercept = torch.full_like(count, float(intercepts[0]))
-    for i in range(k):  # k is the parity order: k comparisons, no search and no look-up
-        above = (count > i + 0.5).to(count.dtype)
+    for i in range(k):  # k is the parity order: k passes, no search and no look-up
+        above = (count - (i + 0.5)).clamp_(0, 1).ceil_()  # 1[count > i + 1/2] (the difference is exact in sign)
         slope.add_(above, alpha=float(slopes[i + 1] - slopes[i]))
         intercept.add_(above, alpha=float(intercepts[i + 1] - intercepts[i]))
     return slope, intercept
