@@ -3,7 +3,10 @@ r"""The authors' model's trainer on packed bits: attention, readout, soft counts
 Internal to :mod:`xorlib.learners._authors` (which documents the model and checks
 arguments); these functions trust their callers. Inputs are stored as packed bytes
 and every soft count is :math:`\lceil d/8\rceil` look-ups of 256-entry tables, so a
-full-batch epoch costs a few passes over :math:`N\lceil d/8\rceil` bytes.
+full-batch epoch costs a few passes over :math:`N\lceil d/8\rceil` bytes; the counts of
+all :math:`2^d` inputs (the exact sign test) are outer sums of the same tables, and the
+readout's linear pieces come from comparisons, not a search. Each shortcut gives the
+numbers of the plain formula bit for bit (tested), so the recorded runs do not depend on it.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ from .._stream import (
     scores,
     top_scores,
 )
+from ..codes import Codes
 from ..model import ModelConfig
 from ..task import random_pair
 from ..theory import split_step_from_gaps, tied_rest_target, tied_sharpness
@@ -341,7 +342,7 @@ def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
     )
 
 
-def _rows(codes, index: tuple[int, int]) -> torch.Tensor:
+def _rows(codes: Codes, index: tuple[int, int]) -> torch.Tensor:
     """Two rows of the codes: from the dense matrix when it is small (built once per codes, and
     memoised), else generated from their blocks alone (:meth:`xorlib.codes.Codes.rows`). The same numbers."""
     return codes.dense()[list(index)] if codes.d * codes.m <= SMALL_DENSE else codes.rows(list(index))
