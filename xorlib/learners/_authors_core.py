@@ -11,6 +11,7 @@ numbers of the plain formula bit for bit (tested), so the recorded runs do not d
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -101,14 +102,21 @@ def _piece_of(count: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     The piece is the number of kinks :math:`i + \tfrac12` below the count (as ``torch.bucketize`` numbers it);
     slopes and intercepts are small integers, so adding up their increments piece by piece is exact.
     """
-    slopes, intercepts = pieces(k, count.dtype)
-    slope = torch.full_like(count, float(slopes[0]))
-    intercept = torch.full_like(count, float(intercepts[0]))
+    slopes, intercepts = _piece_values(k)
+    slope = torch.full_like(count, slopes[0])
+    intercept = torch.full_like(count, intercepts[0])
     for i in range(k):  # k is the parity order: k passes, no search and no look-up
         above = (count - (i + 0.5)).clamp_(0, 1).ceil_()  # 1[count > i + 1/2] (the difference is exact in sign)
-        slope.add_(above, alpha=float(slopes[i + 1] - slopes[i]))
-        intercept.add_(above, alpha=float(intercepts[i + 1] - intercepts[i]))
+        slope.add_(above, alpha=slopes[i + 1] - slopes[i])
+        intercept.add_(above, alpha=intercepts[i + 1] - intercepts[i])
     return slope, intercept
+
+
+@functools.cache
+def _piece_values(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """:func:`pieces` as Python numbers (small integers, exact in any float type), computed once per ``k``."""
+    slopes, intercepts = pieces(k, torch.float64)
+    return tuple(slopes.tolist()), tuple(intercepts.tolist())
 
 
 def loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
