@@ -157,11 +157,16 @@ def mlp_forward(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     return _forward(params, _per_network(params, x))[2]
 
 
-def _hinge_step(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tuple[MLPParams, torch.Tensor]:
-    """Hand-written gradients of the mean hinge loss, and the margins :math:`y f` ``(M, B)`` (no checks)."""
+def _hinge_step(
+    params: MLPParams, x: torch.Tensor, y: torch.Tensor, pull: torch.Tensor
+) -> tuple[MLPParams, torch.Tensor]:
+    """Hand-written gradients of the mean hinge loss, and the margins :math:`y f` ``(M, B)`` (no checks).
+
+    ``pull`` is :math:`-y/B` (exact for :math:`y = \\pm 1`), so that :math:`g_f` is ``pull`` where the hinge is active.
+    """
     pre, h, f = _forward(params, x)
     margin = y * f
-    grad_f = -(y * (margin < 1.0)) / x.shape[1]
+    grad_f = pull * (margin < 1.0)
     grad_h = grad_f.unsqueeze(-1) * params.second.unsqueeze(1) * (pre > 0)
     grads = MLPParams(
         first=torch.bmm(grad_h.transpose(1, 2), x),
@@ -179,7 +184,7 @@ def hinge_gradients(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tupl
     """
     x = _per_network(params, x)
     y = y.expand(x.shape[0], -1) if y.ndim == 1 else y
-    grads, margin = _hinge_step(params, x, y)
+    grads, margin = _hinge_step(params, x, y, -y / x.shape[1])
     return grads, torch.clamp(1.0 - margin, min=0.0).mean(-1)
 
 
@@ -220,6 +225,7 @@ def _sgd(
     unique = sorted(set(streams))
     gens = [generator(seed, "mlp-data", k, d) for k in unique]
     stream_of = torch.tensor([unique.index(k) for k in streams])
+    every = [lr.to(dtype).view(-1, *([1] * (p.ndim - 1))) for p in params]  # the rates, shaped for each parameter
     step = 0
     while step < config.max_steps and bool(active.any()):
         block = min(_BLOCK, config.max_steps - step)
@@ -229,24 +235,24 @@ def _sgd(
         drawn = _fresh([gens[u] for u in needed.tolist()], block * config.batch, d, dtype)
         x_all = drawn.index_select(0, torch.searchsorted(needed, stream_of[nets]))  # (networks of the block, rows, d)
         y_all = _labels(x_all, index[nets]).view(len(nets), block, config.batch)
+        pull_all = -y_all / config.batch
         x_all = x_all.view(len(nets), block, config.batch, d)
         for b in range(block):
-            correct = torch.zeros(models, dtype=torch.bool)
-            finite = torch.ones(models, dtype=torch.bool)
             if bool(active.all()):  # every network learns: the whole ensemble, in place
-                grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b])
-                scale = lr.to(dtype)
-                for p, g in zip(params, grads, strict=True):
-                    p.sub_(g * scale.view(-1, *([1] * (g.ndim - 1))))
+                grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b], pull_all[:, b])
+                for p, g, scale in zip(params, grads, every, strict=True):
+                    p.sub_(g * scale)
                 correct, finite = (margin > 0).all(-1), torch.isfinite(margin).all(-1)
             else:  # only the networks still learning: the frozen ones cost nothing
                 live = torch.nonzero(active).flatten()
                 rows = torch.searchsorted(nets, live)
                 sub = MLPParams(*(p.index_select(0, live) for p in params))
-                grads, margin = _hinge_step(sub, x_all[rows, b], y_all[rows, b])
+                grads, margin = _hinge_step(sub, x_all[rows, b], y_all[rows, b], pull_all[rows, b])
                 scale = lr[live].to(dtype)
                 for p, q, g in zip(params, sub, grads, strict=True):
                     p.index_copy_(0, live, q.sub_(g * scale.view(-1, *([1] * (g.ndim - 1)))))
+                correct = torch.zeros(models, dtype=torch.bool)
+                finite = torch.ones(models, dtype=torch.bool)
                 correct[live] = (margin > 0).all(-1)
                 finite[live] = torch.isfinite(margin).all(-1)
             step += 1
