@@ -23,7 +23,8 @@ import numpy as np
 from .._contract import Between, Items, Seed, config, public
 from .._runtime import progress
 from ..codes import Codes
-from ..learners._mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp_rates
+from ..learners._mlp import BARAK_EVAL_N, BARAK_LRS, MLPConfig, min_margin, mlp_snapshots, train_mlp
+from ..learners._training import DivergenceError
 from ..task import random_pair
 from ._criteria import EPSILON, EXACT_D, LEARNERS, Learner, median, n50, sample_grid, test_set, transformer_checks
 from ._registry import experiment
@@ -88,25 +89,26 @@ class LrGridPlan:
 def lr_grid(plan: LrGridPlan) -> LrGridResult:
     """Barak et al.'s protocol at each ``d`` and learning rate; trial ``t`` has the pair ``random_pair(d, seed=seed + t)``.
 
-    A learning rate whose run diverges counts as failing every trial, and is marked ``diverged``. The rates train
-    as one ensemble (:func:`~xorlib.learners._mlp.train_mlp_rates`: the same runs as one ``train_mlp`` per rate).
+    A learning rate whose run diverges counts as failing every trial, and is marked ``diverged``.
     """
     ds, lrs, trials, width, max_steps, seed = plan.ds, plan.lrs, plan.trials, plan.width, plan.max_steps, plan.seed
     rows, best = [], []
     for d in progress(ds, "learning-rate grid"):
         pairs = [random_pair(d, seed=seed + t) for t in range(trials)]
-        config = MLPConfig(d, width=width, max_steps=max_steps)
-        start = time.perf_counter()
-        runs = train_mlp_rates(config, pairs, lrs, seed=seed)  # every rate in one ensemble: train_mlp's runs
-        seconds = (time.perf_counter() - start) / len(lrs)
         here = []
-        for lr, run in zip(lrs, runs, strict=True):
-            steps = (None,) * trials if run is None else run.steps_to_success  # None: the run diverged
+        for lr in lrs:
+            start = time.perf_counter()
+            config = MLPConfig(d, width=width, lr=lr, max_steps=max_steps)
+            try:
+                steps = train_mlp(config, pairs, seed=seed).steps_to_success
+                diverged = False
+            except DivergenceError:
+                steps, diverged = (None,) * trials, True
             middle = median(steps)
             here.append(
                 LearningRateRow(
-                    d, lr, trials, sum(s is not None for s in steps), middle, middle * config.batch, run is None,
-                    seconds,
+                    d, lr, trials, sum(s is not None for s in steps), middle, middle * config.batch, diverged,
+                    time.perf_counter() - start,
                 )
             )  # fmt: skip
         rows += here

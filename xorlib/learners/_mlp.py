@@ -18,9 +18,8 @@ detection by at most ``screen`` steps; freezing a network once it succeeded.
 *Ensembles.* ``M`` networks train at once as the leading axis of every tensor
 (batched matrix products, one Python iteration per SGD step, never per sample).
 Network ``k`` draws its initialisation and its data from streams of
-``(seed, k)``, so its run does not depend on how many networks train beside it;
-:func:`train_mlp_rates` trains one such ensemble per learning rate as one larger
-ensemble, each network with its own rate and the streams of its trial.
+``(seed, k)``, so its run does not depend on how many networks train beside it; a network that
+succeeded is frozen and no longer computed.
 
 The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 
@@ -34,7 +33,6 @@ The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -108,25 +106,14 @@ class MLPParams(NamedTuple):
         return self.first.shape[0]
 
 
-def init_mlp(
-    d: int,
-    width: int,
-    *,
-    models: int = 1,
-    seed: int = 0,
-    dtype: torch.dtype = torch.float32,
-    streams: Sequence[int] | None = None,
-) -> MLPParams:
-    r"""PyTorch's default initialisation for ``models`` networks; network ``k`` from the stream ``(seed, k)``.
-
-    ``streams``: network ``k`` from the stream ``(seed, streams[k])`` instead (then ``models`` is ``len(streams)``).
-    """
+def init_mlp(d: int, width: int, *, models: int = 1, seed: int = 0, dtype: torch.dtype = torch.float32) -> MLPParams:
+    r"""PyTorch's default initialisation for ``models`` networks; network ``k`` from the stream ``(seed, k)``."""
 
     def uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
         return (2 * torch.rand(shape, generator=gen, dtype=torch.float64) - 1) / math.sqrt(fan_in)
 
     parts = []
-    for k in range(models) if streams is None else streams:
+    for k in range(models):
         gen = generator(seed, "mlp-init", k, d, width)
         parts.append(
             (
@@ -206,57 +193,51 @@ def _fresh(gens: Sequence[torch.Generator], rows: int, d: int, dtype: torch.dtyp
 
 
 def _sgd(
-    params: MLPParams,
-    config: MLPConfig,
-    index: torch.Tensor,
-    seed: int,
-    active: torch.Tensor,
-    lr: torch.Tensor,
-    streams: Sequence[int],
+    params: MLPParams, config: MLPConfig, index: torch.Tensor, seed: int, active: torch.Tensor
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
     """Run online SGD in place on ``params``; yield ``(t, all_correct, finite)`` after update ``t`` (``1..max_steps``).
 
-    Network ``k`` learns at rate ``lr[k]`` from the data stream ``(seed, streams[k])`` (networks with one stream
-    see the same data, drawn once). ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was
-    classified correctly before the update, ``finite`` whether its outputs were finite. Only networks with
-    ``active[k]`` are updated; the caller may change ``active`` between steps.
+    ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was classified correctly before the update,
+    ``finite`` whether its outputs were finite. Only networks with ``active[k]`` are updated, and only they are
+    computed (a frozen network costs nothing); the caller may switch networks off between steps, never back on.
     """
     models, d, dtype = params.models, config.d, params.first.dtype
-    unique = sorted(set(streams))
-    gens = [generator(seed, "mlp-data", k, d) for k in unique]
-    stream_of = torch.tensor([unique.index(k) for k in streams])
-    every = [lr.to(dtype).view(-1, *([1] * (p.ndim - 1))) for p in params]  # the rates, shaped for each parameter
+    gens = [generator(seed, "mlp-data", k, d) for k in range(models)]
+    rate = torch.tensor(config.lr, dtype=dtype)
     step = 0
     while step < config.max_steps and bool(active.any()):
         block = min(_BLOCK, config.max_steps - step)
-        # data for the networks still learning only: a frozen network's stream is never read again
-        nets = torch.nonzero(active).flatten()  # networks only ever stop learning, so this covers the block
-        needed = torch.unique(stream_of[nets])  # sorted
-        drawn = _fresh([gens[u] for u in needed.tolist()], block * config.batch, d, dtype)
-        x_all = drawn.index_select(0, torch.searchsorted(needed, stream_of[nets]))  # (networks of the block, rows, d)
+        nets = torch.nonzero(active).flatten()  # the block's data, for the networks still learning only
+        x_all = _fresh([gens[k] for k in nets.tolist()], block * config.batch, d, dtype)
         y_all = _labels(x_all, index[nets]).view(len(nets), block, config.batch)
         pull_all = -y_all / config.batch
         x_all = x_all.view(len(nets), block, config.batch, d)
         for b in range(block):
             if bool(active.all()):  # every network learns: the whole ensemble, in place
                 grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b], pull_all[:, b])
-                for p, g, scale in zip(params, grads, every, strict=True):
-                    p.sub_(g * scale)
+                for p, g in zip(params, grads, strict=True):
+                    p.sub_(g * rate)
                 correct, finite = (margin > 0).all(-1), torch.isfinite(margin).all(-1)
-            else:  # only the networks still learning: the frozen ones cost nothing
+            else:  # only the networks still learning
                 live = torch.nonzero(active).flatten()
                 rows = torch.searchsorted(nets, live)
                 sub = MLPParams(*(p.index_select(0, live) for p in params))
                 grads, margin = _hinge_step(sub, x_all[rows, b], y_all[rows, b], pull_all[rows, b])
-                scale = lr[live].to(dtype)
                 for p, q, g in zip(params, sub, grads, strict=True):
-                    p.index_copy_(0, live, q.sub_(g * scale.view(-1, *([1] * (g.ndim - 1)))))
+                    p.index_copy_(0, live, q.sub_(g * rate))
                 correct = torch.zeros(models, dtype=torch.bool)
                 finite = torch.ones(models, dtype=torch.bool)
                 correct[live] = (margin > 0).all(-1)
                 finite[live] = torch.isfinite(margin).all(-1)
             step += 1
             yield step, correct, finite
+
+
+def _diverged(step: int, lr: float, bad: torch.Tensor) -> DivergenceError:
+    return DivergenceError(
+        f"online SGD diverged at step {step} with lr = {lr}: network(s) {torch.nonzero(bad).flatten().tolist()} "
+        "produced NaN or infinite outputs; lower lr"
+    )
 
 
 @dataclass(frozen=True)
@@ -280,47 +261,6 @@ class MLPRun:
         return float(np.mean([s is not None for s in self.steps_to_success]))
 
 
-def _diverged(step: int, lr: float, bad: torch.Tensor) -> DivergenceError:
-    return DivergenceError(
-        f"online SGD diverged at step {step} with lr = {lr}: network(s) {torch.nonzero(bad).flatten().tolist()} "
-        "produced NaN or infinite outputs; lower lr"
-    )
-
-
-def _train(
-    config: MLPConfig, index: torch.Tensor, lr: torch.Tensor, streams: Sequence[int], seed: int, stop: bool
-) -> tuple[list[int | None], list[int | None], MLPParams]:
-    """Barak et al.'s protocol for an ensemble: each network's step of success and step of divergence (or ``None``).
-
-    ``stop``: raise :class:`DivergenceError` at the first divergence; else freeze the diverged networks and go on.
-    """
-    models = index.shape[0]
-    params = init_mlp(config.d, config.width, seed=seed, streams=streams)
-    active = torch.ones(models, dtype=torch.bool)
-    streak = torch.zeros(models, dtype=torch.long)
-    eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in streams]  # one per network, even on one stream
-    success: list[int | None] = [None] * models
-    diverged: list[int | None] = [None] * models
-    for step, correct, finite in _sgd(params, config, index, seed, active, lr, streams):
-        bad = active & ~finite
-        if bool(bad.any()):
-            if stop:
-                raise _diverged(step, config.lr, bad)
-            for k in torch.nonzero(bad).flatten().tolist():
-                diverged[k], active[k] = step, False
-        streak = torch.where(correct, streak + 1, 0)
-        due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
-        for k in due:  # a fresh test of network k alone
-            x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
-            one = MLPParams(*(p[k : k + 1] for p in params))
-            if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[2] > 0).all()):
-                success[k], active[k] = step, False
-            streak[k] = 0
-        if not bool(active.any()):
-            break
-    return success, diverged, params
-
-
 def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int = 0) -> MLPRun:
     """Barak et al.'s protocol for one network per entry of ``pairs`` (its hidden pair), all trained at once.
 
@@ -334,44 +274,28 @@ def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int 
         If any network's outputs become NaN or infinite.
     """
     index = _pair_index(pairs)
+    models = index.shape[0]
     start = time.perf_counter()
-    lr = torch.full((index.shape[0],), config.lr)
+    params = init_mlp(config.d, config.width, models=models, seed=seed)
+    active = torch.ones(models, dtype=torch.bool)
+    streak = torch.zeros(models, dtype=torch.long)
+    eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in range(models)]
+    success: list[int | None] = [None] * models
     with torch.no_grad():
-        success, _, params = _train(config, index, lr, range(index.shape[0]), seed, stop=True)
+        for step, correct, finite in _sgd(params, config, index, seed, active):
+            if not bool(finite.all()):
+                raise _diverged(step, config.lr, ~finite)
+            streak = torch.where(correct, streak + 1, 0)
+            due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
+            for k in due:  # a fresh test of network k alone
+                x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
+                one = MLPParams(*(p[k : k + 1] for p in params))
+                if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[2] > 0).all()):
+                    success[k], active[k] = step, False
+                streak[k] = 0
+            if not bool(active.any()):
+                break
     return MLPRun(config, tuple(map(tuple, index.tolist())), tuple(success), time.perf_counter() - start, params)
-
-
-def train_mlp_rates(
-    config: MLPConfig, pairs: Sequence[tuple[int, int]], lrs: Sequence[float], *, seed: int = 0
-) -> tuple[MLPRun | None, ...]:
-    """:func:`train_mlp` at each learning rate of ``lrs`` (``config.lr`` is ignored), as one ensemble.
-
-    Entry ``j`` is ``train_mlp(replace(config, lr=lrs[j]), pairs, seed=seed)``, the same networks
-    and data, or ``None`` where that call raises :class:`DivergenceError`. The rates share the Python
-    loop over the SGD steps; each run's ``seconds`` is its share of the wall time.
-    """
-    index = _pair_index(pairs)
-    trials = index.shape[0]
-    start = time.perf_counter()
-    lr = torch.tensor([rate for rate in lrs for _ in range(trials)])
-    with torch.no_grad():
-        success, diverged, params = _train(
-            config, index.repeat(len(lrs), 1), lr, list(range(trials)) * len(lrs), seed, stop=False
-        )
-    seconds = (time.perf_counter() - start) / len(lrs)
-    runs = []
-    for j, rate in enumerate(lrs):
-        part = slice(j * trials, (j + 1) * trials)
-        if any(step is not None for step in diverged[part]):
-            runs.append(None)
-            continue
-        runs.append(
-            MLPRun(
-                dataclasses.replace(config, lr=rate), tuple(map(tuple, index.tolist())), tuple(success[part]),
-                seconds, MLPParams(*(p[part].clone() for p in params)),
-            )
-        )  # fmt: skip
-    return tuple(runs)
 
 
 @dataclass(frozen=True)
@@ -400,9 +324,7 @@ def mlp_snapshots(
     kept, todo = [], iter(wanted)
     target = next(todo)
     with torch.no_grad():
-        for step, _, finite in _sgd(
-            params, config, index, seed, active, torch.full((models,), config.lr), range(models)
-        ):
+        for step, _, finite in _sgd(params, config, index, seed, active):
             if not bool(finite.all()):
                 raise _diverged(step, config.lr, ~finite)
             if step == target:
