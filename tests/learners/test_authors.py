@@ -195,3 +195,23 @@ def test_training_records_the_largest_growth_of_each_radius_in_one_epoch() -> No
     first = torch.tensor(short.params).norm(dim=-1) - 1  # every head starts at |A| = 1
     assert torch.allclose(torch.tensor(short.largest_growth), first.clamp(min=0), atol=1e-12)
     assert bool((run.largest_growth >= short.largest_growth - 1e-12).all())
+
+
+def test_fast_paths_are_the_plain_formulas_bit_for_bit() -> None:
+    """The trainer's shortcuts (readout unit by unit, pieces by comparisons, counts of all inputs by outer sums)
+    give the numbers of the plain formulas exactly, so a faster trainer leaves every recorded run unchanged."""
+    gen = torch.Generator().manual_seed(3)
+    for k in (1, 2, 3, 4):
+        count = torch.rand(5000, generator=gen) * (k + 0.5)
+        count[:k] = torch.arange(k) + 0.5  # on the kinks
+        i = torch.arange(k, dtype=count.dtype)
+        plain = -1 + (torch.relu(count.unsqueeze(-1) - i - 0.5) * (1 - 2 * (i % 2)) * (4 + 8 * i)).sum(-1)
+        assert torch.equal(core.readout(count, k), plain)
+        slopes, intercepts = core.pieces(k, count.dtype)
+        piece = torch.bucketize(count, i + 0.5)
+        slope, intercept = core._piece_of(count, k)
+        assert torch.equal(slope, slopes.take(piece)) and torch.equal(intercept, intercepts.take(piece))
+    for d in (5, 8, 13, 18):
+        beta = torch.rand(2, d, generator=gen, dtype=torch.float64) * 2 / d
+        raw = authors._all_raw(d, 2)
+        assert torch.equal(core.all_counts(beta, torch.float32), core.counts(beta, core.pack(raw, d), torch.float32))

@@ -102,3 +102,19 @@ def test_divergence_raises_instead_of_reporting_accuracy_zero() -> None:
     huge.first.mul_(3e38)  # finite, but the outputs overflow
     with pytest.raises(DivergenceError, match="NaN or infinite"):
         min_margin(huge, [(1, 5)])
+
+
+def test_a_frozen_network_is_skipped_without_changing_the_others() -> None:
+    """Networks that succeeded are frozen and no longer computed: each network of the ensemble ends as it ends
+    when trained alone, though the others froze at other steps."""
+    config = MLPConfig(8, width=16, lr=1.0, max_steps=400)
+    pairs = [(1, 5), (0, 7), (2, 3)]
+    run = train_mlp(config, pairs, seed=2)
+    assert len(set(run.steps_to_success)) > 1 and None not in run.steps_to_success  # they froze at different steps
+    for k in range(len(pairs)):
+        alone = train_mlp(config, pairs[: k + 1], seed=2)  # network k's streams do not depend on the ensemble
+        assert alone.steps_to_success[k] == run.steps_to_success[k]
+        # the same float32 operations on the same numbers, in batches of other sizes: a BLAS that blocks a batch by
+        # its size may round each step's sums (over d + W + batch terms of size <= 1) differently
+        for a, b in zip(alone.params, run.params, strict=True):
+            assert_close(a[k], b[k], operations=400 * (8 + 16 + 32), scale=1.0 + b[k].abs(), dtype=torch.float32)

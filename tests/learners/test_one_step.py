@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from _tolerance import assert_close
 
 from xorlib import one_step
 from xorlib.codes import Codes
-from xorlib.learners._one_step import StepConfig, take_step
+from xorlib.learners._one_step import StepConfig, take_step, take_steps
 from xorlib.model import ModelConfig
 from xorlib.population import population
 from xorlib.task import all_inputs, xor_labels
@@ -156,3 +158,16 @@ def test_counts_have_a_maximum_refused_before_any_work() -> None:
     with pytest.raises(ValueError, match="d must be an integer in \\[4, 1000000000\\]"):
         one_step(10**10)
     assert time.perf_counter() - start < 1.0
+
+
+def test_steps_of_several_rules_from_one_gradient_are_the_single_steps() -> None:
+    """take_steps shares the gradient between rules: each result is its own take_step, bit for bit."""
+    for heads, rules in (("tied", ("lattice", "certified", 300.0)), ("split", ("certified", 50.0))):
+        config = StepConfig(ModelConfig(64, heads, code_seed=3, init_seed=3), (5, 40), data_seed=3)
+        shared = take_steps(config, rules)
+        for rule, result in zip(rules, shared, strict=True):
+            single = take_step(dataclasses.replace(config, step=rule))
+            assert result.config == single.config and result.kappa == single.kappa
+            assert torch.equal(result.queries_after, single.queries_after)
+            assert float(result.worst_case.upper) == float(single.worst_case.upper)
+        assert len({r.kappa for r in shared}) == len(rules)  # the rules did choose different steps

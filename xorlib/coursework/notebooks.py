@@ -18,8 +18,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:  # imported where used: nbformat (with jsonschema) takes about 1.5 s, paid by every chapter
+    import nbformat
 
 from .bank import chapter_of
 from .questions import AutoQuestion
@@ -60,6 +62,8 @@ def read_notebook(path: str | Path) -> nbformat.NotebookNode:
         data = handle.read(_MAX_BYTES + 1)
     if len(data) > _MAX_BYTES:
         raise NotebookError(f"{path.name} is larger than {_MAX_BYTES // 2**20} MB: refused")
+    import nbformat
+
     try:
         text = data.decode("utf-8")
         if path.suffix == ".ipynb":

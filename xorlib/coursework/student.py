@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:  # imported where used: nbformat (with jsonschema) takes about 1.5 s, paid by every chapter
+    import nbformat
 
 from .bank import CHAPTERS, chapter_of, chapter_questions
 from .notebooks import METADATA_KEY
@@ -98,6 +100,7 @@ def student_notebook(source: str | Path) -> nbformat.NotebookNode:
         If the bank has no questions for that chapter.
     """
     import jupytext
+    import nbformat
 
     if isinstance(source, str) and source in CHAPTERS:
         chapter, name = source, f"{source}_exercises.md"
@@ -127,6 +130,8 @@ def student_notebook(source: str | Path) -> nbformat.NotebookNode:
 
 def write_student_notebooks(sources: list, out: Path) -> list[str]:
     """Write ``out/<stem>.ipynb`` for each source with questions, and ``out/README.md``; one line per source."""
+    import nbformat
+
     out.mkdir(parents=True, exist_ok=True)
     messages = []
     for source in sources:

@@ -17,7 +17,7 @@ from .._contract import MAX_D, Between, Items, Seed, config, public
 from .._moments import population_objective
 from .._runtime import progress
 from ..codes import Codes
-from ..learners._one_step import StepConfig, StepResult, one_step, worst_case_curve
+from ..learners._one_step import StepConfig, StepResult, one_step, take_steps, worst_case_curve
 from ..model import ModelConfig
 from ..task import random_pair
 from ..theory import split_probability_first_order, tie_probability_bound, tied_margin
@@ -86,8 +86,22 @@ def _why_it_failed(result: StepResult) -> str:
     return "not certified below epsilon"
 
 
-def _summary(d: int, heads: str, rule: str, draws: int, first_seed: int, epsilon: float) -> DrawSummary:
-    results = [one_step(d, heads, seed=first_seed + k, step=rule, epsilon=epsilon) for k in range(draws)]
+def _draws(
+    d: int, heads: str, rules: tuple[str, ...], draws: int, first_seed: int, epsilon: float
+) -> list[DrawSummary]:
+    """One summary per rule; draw ``k`` is ``one_step(d, heads, seed=first_seed + k, step=rule)``, whose gradient
+    every rule shares (:func:`~xorlib.learners._one_step.take_steps`)."""
+    seeds = range(first_seed, first_seed + draws)
+    steps = [
+        take_steps(StepConfig(ModelConfig(d, heads, code_seed=s, init_seed=s), random_pair(d, seed=s), data_seed=s,
+                              epsilon=epsilon), rules)
+        for s in seeds
+    ]  # fmt: skip
+    return [_summary(d, heads, rule, [by_rule[i] for by_rule in steps], first_seed) for i, rule in enumerate(rules)]
+
+
+def _summary(d: int, heads: str, rule: str, results: list[StepResult], first_seed: int) -> DrawSummary:
+    draws = len(results)
     worst = [float(r.worst_case.upper) for r in results]
     return DrawSummary(
         d=d,
@@ -118,14 +132,15 @@ def one_step_across_d(plan: AcrossDPlan) -> AcrossD:
     step, then the certified worst case over all :math:`2^d` inputs.
     """
     cases = [
-        (d, heads, rule)
+        (d, heads, rules)
         for d, _ in plan.grid
-        for heads, rule in (("tied", "lattice"), ("tied", "certified"), ("split", "certified"))
+        for heads, rules in (("tied", ("lattice", "certified")), ("split", ("certified",)))
     ]
     draws = dict(plan.grid)
     rows = tuple(
-        _summary(d, heads, rule, draws[d], plan.first_seed, plan.epsilon)
-        for d, heads, rule in progress(cases, "one step across d")
+        row
+        for d, heads, rules in progress(cases, "one step across d")
+        for row in _draws(d, heads, rules, draws[d], plan.first_seed, plan.epsilon)
     )
     return AcrossD(rows=rows, epsilon=plan.epsilon, first_seed=plan.first_seed)
 

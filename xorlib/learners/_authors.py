@@ -50,6 +50,7 @@ import torch
 from .._random import derive_seed, generator, random_bytes
 from ._authors_core import attention, loss_and_grad, pack, parity_labels, pieces, readout
 from ._authors_core import margins as smallest_margins
+from ._optim import Adam
 from ._training import DivergenceError
 
 _EXACT_D = 20  # enumerate all 2^d inputs up to here
@@ -268,26 +269,26 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
     raw = _random_raw(seed, "authors-data", runs, config.n_train, d)
     train_set, y = pack(raw, d), parity_labels(raw, checked)
     raw = _all_raw(d, runs) if d <= _EXACT_D else _random_raw(seed, "authors-test", runs, _FRESH, d)
-    test_set, test_y = pack(raw, d), parity_labels(raw, checked)
+    test_set, test_y = None if d <= _EXACT_D else pack(raw, d), parity_labels(raw, checked)  # None: all inputs
     sign_test = "all inputs" if d <= _EXACT_D else f"{_FRESH:,} fresh samples"
-    a = torch.nn.Parameter(torch.stack([authors_init(config.k, seed=derive_seed(seed, "run", r)) for r in range(runs)]))
-    optimiser = torch.optim.Adam([a], lr=config.lr)
+    a = torch.stack([authors_init(config.k, seed=derive_seed(seed, "run", r)) for r in range(runs)])
+    optimiser = Adam(a, lr=config.lr)
     epochs, losses, margins = [], [], []
     success: list[int | None] = [None] * runs
     sign: list[int | None] = [None] * runs
     growth = torch.zeros(runs, config.k, dtype=torch.float64)
     for epoch in range(config.epochs + 1):
-        loss, grad = loss_and_grad(a.detach(), d, train_set, y)
+        loss, grad = loss_and_grad(a, d, train_set, y)
         if not (bool(torch.isfinite(loss).all()) and bool(torch.isfinite(grad).all())):
             raise DivergenceError(
                 f"the authors' model diverged at epoch {epoch} (lr = {config.lr}): the loss is NaN or infinite"
             )
         if epoch % config.check_every == 0 or epoch == config.epochs:
-            tested = smallest_margins(a.detach(), d, test_set, test_y)
+            tested = smallest_margins(a, d, test_set, test_y)
             if d <= _EXACT_D:  # exact: the smallest margin over all inputs
                 lower = tested
             else:  # certified lower bound, in O(kd)
-                lower = torch.stack([margin_bounds(a.detach()[r], d, checked[r])[0] for r in range(runs)])
+                lower = torch.stack([margin_bounds(a[r], d, checked[r])[0] for r in range(runs)])
             epochs.append(epoch)
             losses.append(loss.numpy().copy())
             margins.append(lower.numpy().copy())
@@ -298,11 +299,10 @@ def train_authors(config: AuthorsConfig, supports: Sequence[Sequence[int]], *, s
                     sign[r] = epoch
         if epoch == config.epochs:
             break
-        a.grad = grad
-        radius = a.detach().norm(dim=-1)
-        optimiser.step()
-        growth = torch.maximum(growth, a.detach().norm(dim=-1) - radius)
-    final = a.detach()
+        radius = a.norm(dim=-1)
+        optimiser.step(grad)
+        growth = torch.maximum(growth, a.norm(dim=-1) - radius)
+    final = a
     return AuthorsRun(
         config=config,
         supports=tuple(tuple(s) for s in checked),

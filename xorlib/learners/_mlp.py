@@ -18,7 +18,8 @@ detection by at most ``screen`` steps; freezing a network once it succeeded.
 *Ensembles.* ``M`` networks train at once as the leading axis of every tensor
 (batched matrix products, one Python iteration per SGD step, never per sample).
 Network ``k`` draws its initialisation and its data from streams of
-``(seed, k)``, so its run does not depend on how many networks train beside it.
+``(seed, k)``, so its run does not depend on how many networks train beside it; a network that
+succeeded is frozen and no longer computed.
 
 The gradients are written by hand. With :math:`g_f = -y\,\mathbb 1[yf < 1]/B`:
 
@@ -50,7 +51,8 @@ BARAK_LRS = (0.001, 0.01, 0.1, 1.0)
 #: Their test: 100 % accuracy on this many fresh samples.
 BARAK_EVAL_N = 2**13
 _BLOCK = 64  # SGD steps whose fresh minibatches are drawn at once
-_CHUNK = 4096  # inputs per chunk when evaluating on many inputs
+_CHUNK = 4096  # fresh inputs per chunk when evaluating on many inputs
+_CHUNK_ACTIVATIONS = 2**20  # hidden activations (networks x inputs x width) per chunk of all inputs: they stay in cache
 _MAX_EXACT_D = 20  # largest d whose 2^d inputs are enumerated
 
 
@@ -129,24 +131,29 @@ def _per_network(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     return x.unsqueeze(0).expand(params.models, *x.shape) if x.ndim == 2 else x
 
 
-def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pre-activations ``(M, n, W)`` and outputs ``(M, n)`` (no checks)."""
+def _forward(params: MLPParams, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pre-activations and activations ``(M, n, W)``, and outputs ``(M, n)`` (no checks)."""
     pre = torch.baddbmm(params.first_bias.unsqueeze(1), x, params.first.transpose(1, 2))
-    f = torch.bmm(torch.relu(pre), params.second.unsqueeze(-1)).squeeze(-1) + params.second_bias.unsqueeze(-1)
-    return pre, f
+    h = torch.relu(pre)
+    f = torch.bmm(h, params.second.unsqueeze(-1)).squeeze(-1) + params.second_bias.unsqueeze(-1)
+    return pre, h, f
 
 
 def mlp_forward(params: MLPParams, x: torch.Tensor) -> torch.Tensor:
     """Outputs :math:`f(x)` of every network, shape ``(M, n)``; ``x`` is ``(n, d)`` (shared) or ``(M, n, d)``."""
-    return _forward(params, _per_network(params, x))[1]
+    return _forward(params, _per_network(params, x))[2]
 
 
-def _hinge_step(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tuple[MLPParams, torch.Tensor]:
-    """Hand-written gradients of the mean hinge loss, and the margins :math:`y f` ``(M, B)`` (no checks)."""
-    pre, f = _forward(params, x)
+def _hinge_step(
+    params: MLPParams, x: torch.Tensor, y: torch.Tensor, pull: torch.Tensor
+) -> tuple[MLPParams, torch.Tensor]:
+    """Hand-written gradients of the mean hinge loss, and the margins :math:`y f` ``(M, B)`` (no checks).
+
+    ``pull`` is :math:`-y/B` (exact for :math:`y = \\pm 1`), so that :math:`g_f` is ``pull`` where the hinge is active.
+    """
+    pre, h, f = _forward(params, x)
     margin = y * f
-    grad_f = -(y * (margin < 1.0)) / x.shape[1]
-    h = torch.relu(pre)
+    grad_f = pull * (margin < 1.0)
     grad_h = grad_f.unsqueeze(-1) * params.second.unsqueeze(1) * (pre > 0)
     grads = MLPParams(
         first=torch.bmm(grad_h.transpose(1, 2), x),
@@ -164,7 +171,7 @@ def hinge_gradients(params: MLPParams, x: torch.Tensor, y: torch.Tensor) -> tupl
     """
     x = _per_network(params, x)
     y = y.expand(x.shape[0], -1) if y.ndim == 1 else y
-    grads, margin = _hinge_step(params, x, y)
+    grads, margin = _hinge_step(params, x, y, -y / x.shape[1])
     return grads, torch.clamp(1.0 - margin, min=0.0).mean(-1)
 
 
@@ -187,35 +194,50 @@ def _fresh(gens: Sequence[torch.Generator], rows: int, d: int, dtype: torch.dtyp
 
 def _sgd(
     params: MLPParams, config: MLPConfig, index: torch.Tensor, seed: int, active: torch.Tensor
-) -> Iterator[tuple[int, torch.Tensor]]:
-    """Run online SGD in place on ``params``; yield ``(t, all_correct)`` after update ``t`` (``1..max_steps``).
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Run online SGD in place on ``params``; yield ``(t, all_correct, finite)`` after update ``t`` (``1..max_steps``).
 
-    ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was classified
-    correctly before the update. Only networks with ``active[k]`` are updated; the
-    caller may change ``active`` between steps. Raises :class:`DivergenceError`.
+    ``all_correct`` ``(M,)`` says whether the minibatch of step ``t`` was classified correctly before the update,
+    ``finite`` whether its outputs were finite. Only networks with ``active[k]`` are updated, and only they are
+    computed (a frozen network costs nothing); the caller may switch networks off between steps, never back on.
     """
-    models, d, lr = params.models, config.d, config.lr
+    models, d, dtype = params.models, config.d, params.first.dtype
     gens = [generator(seed, "mlp-data", k, d) for k in range(models)]
+    rate = torch.tensor(config.lr, dtype=dtype)
     step = 0
-    while step < config.max_steps:
+    while step < config.max_steps and bool(active.any()):
         block = min(_BLOCK, config.max_steps - step)
-        x_all = _fresh(gens, block * config.batch, d, params.first.dtype)
-        y_all = _labels(x_all, index).view(models, block, config.batch)
-        x_all = x_all.view(models, block, config.batch, d)
+        nets = torch.nonzero(active).flatten()  # the block's data, for the networks still learning only
+        x_all = _fresh([gens[k] for k in nets.tolist()], block * config.batch, d, dtype)
+        y_all = _labels(x_all, index[nets]).view(len(nets), block, config.batch)
+        pull_all = -y_all / config.batch
+        x_all = x_all.view(len(nets), block, config.batch, d)
         for b in range(block):
-            grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b])
-            finite = torch.isfinite(margin).all(-1) | ~active
-            if not bool(finite.all()):
-                bad = torch.nonzero(~finite).flatten().tolist()
-                raise DivergenceError(
-                    f"online SGD diverged at step {step + 1} with lr = {lr}: network(s) {bad} produced "
-                    "NaN or infinite outputs; lower lr"
-                )
-            scale = (lr * active).to(params.first.dtype)
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(g * scale.view(-1, *([1] * (g.ndim - 1))))
+            if bool(active.all()):  # every network learns: the whole ensemble, in place
+                grads, margin = _hinge_step(params, x_all[:, b], y_all[:, b], pull_all[:, b])
+                for p, g in zip(params, grads, strict=True):
+                    p.sub_(g * rate)
+                correct, finite = (margin > 0).all(-1), torch.isfinite(margin).all(-1)
+            else:  # only the networks still learning
+                live = torch.nonzero(active).flatten()
+                rows = torch.searchsorted(nets, live)
+                sub = MLPParams(*(p.index_select(0, live) for p in params))
+                grads, margin = _hinge_step(sub, x_all[rows, b], y_all[rows, b], pull_all[rows, b])
+                for p, q, g in zip(params, sub, grads, strict=True):
+                    p.index_copy_(0, live, q.sub_(g * rate))
+                correct = torch.zeros(models, dtype=torch.bool)
+                finite = torch.ones(models, dtype=torch.bool)
+                correct[live] = (margin > 0).all(-1)
+                finite[live] = torch.isfinite(margin).all(-1)
             step += 1
-            yield step, (margin > 0).all(-1)
+            yield step, correct, finite
+
+
+def _diverged(step: int, lr: float, bad: torch.Tensor) -> DivergenceError:
+    return DivergenceError(
+        f"online SGD diverged at step {step} with lr = {lr}: network(s) {torch.nonzero(bad).flatten().tolist()} "
+        "produced NaN or infinite outputs; lower lr"
+    )
 
 
 @dataclass(frozen=True)
@@ -260,13 +282,15 @@ def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int 
     eval_gens = [generator(seed, "mlp-eval", k, config.d) for k in range(models)]
     success: list[int | None] = [None] * models
     with torch.no_grad():
-        for step, correct in _sgd(params, config, index, seed, active):
+        for step, correct, finite in _sgd(params, config, index, seed, active):
+            if not bool(finite.all()):
+                raise _diverged(step, config.lr, ~finite)
             streak = torch.where(correct, streak + 1, 0)
             due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
             for k in due:  # a fresh test of network k alone
                 x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
                 one = MLPParams(*(p[k : k + 1] for p in params))
-                if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[1] > 0).all()):
+                if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[2] > 0).all()):
                     success[k], active[k] = step, False
                 streak[k] = 0
             if not bool(active.any()):
@@ -293,13 +317,16 @@ def mlp_snapshots(
     ``steps`` must be increasing and at most ``config.max_steps``.
     """
     index, wanted = _pair_index(pairs), list(steps)
+    models = index.shape[0]
     start = time.perf_counter()
-    params = init_mlp(config.d, config.width, models=index.shape[0], seed=seed)
-    active = torch.ones(index.shape[0], dtype=torch.bool)
+    params = init_mlp(config.d, config.width, models=models, seed=seed)
+    active = torch.ones(models, dtype=torch.bool)
     kept, todo = [], iter(wanted)
     target = next(todo)
     with torch.no_grad():
-        for step, _ in _sgd(params, config, index, seed, active):
+        for step, _, finite in _sgd(params, config, index, seed, active):
+            if not bool(finite.all()):
+                raise _diverged(step, config.lr, ~finite)
             if step == target:
                 kept.append(MLPParams(*(p.clone() for p in params)))
                 target = next(todo, None)
@@ -325,7 +352,8 @@ def min_margin(
     dtype = params.first.dtype
     if samples is None:  # d <= 20
         inputs = all_inputs(d, dtype=dtype).to(params.first.device)
-        chunks = (inputs[s : s + _CHUNK].expand(models, -1, -1) for s in range(0, inputs.shape[0], _CHUNK))
+        rows = max(64, _CHUNK_ACTIVATIONS // (models * params.first.shape[1]))
+        chunks = (inputs[s : s + rows].expand(models, -1, -1) for s in range(0, inputs.shape[0], rows))
     else:
         gens = [generator(seed, "mlp-margin", k, d) for k in range(models)]
         sizes = [min(_CHUNK, samples - s) for s in range(0, samples, _CHUNK)]
@@ -333,7 +361,7 @@ def min_margin(
     smallest = torch.full((models,), math.inf, dtype=dtype, device=params.first.device)
     with torch.no_grad():
         for x in chunks:
-            margin = _labels(x, index.to(x.device)) * _forward(params, x)[1]
+            margin = _labels(x, index.to(x.device)) * _forward(params, x)[2]
             smallest = torch.minimum(smallest, margin.amin(-1))
     if not bool(torch.isfinite(smallest).all()):
         raise DivergenceError("the networks' outputs are NaN or infinite: their parameters diverged")

@@ -3,9 +3,9 @@ r"""Multi-step training of the two-head model: many small steps instead of one l
 *What this is:* a trainer for the tied and the split model of
 :mod:`xorlib.model`, from the model's own start, with the exact population
 gradient (:mod:`xorlib.population`) or the gradient of the mean loss on one
-fixed sample of ``n`` points (full batch, as in the authors' code), and a stock
-:mod:`torch.optim` optimiser (Adam or plain SGD) taking the step: the gradient
-is computed in closed form and written into ``.grad``. *What it is not:* the
+fixed sample of ``n`` points (full batch, as in the authors' code), and Adam or
+plain SGD taking the step (the updates of :mod:`torch.optim`, bit for bit, from
+:mod:`xorlib.learners._optim`): the gradient is computed in closed form. *What it is not:* the
 one-step learner (:func:`xorlib.one_step`), which chooses one certified step.
 
 Several runs train at once as a leading batch axis; Adam and SGD act
@@ -38,6 +38,7 @@ from .._moments import loss_of_weights, population_objective
 from .._random import derive_seed
 from ..model import ModelConfig
 from ..task import sample_xor
+from ._optim import SGD, Adam
 
 #: Certified worst-case loss below which every input is classified correctly.
 SIGN_LOSS = 0.5
@@ -146,17 +147,17 @@ def train_runs(config: TrainConfig, runs: int = 1) -> tuple[TrainResult, ...]:
     c0, c1 = model.readout
     check_size(f"train_runs(runs={runs}, d={d}, m={m})", runs * d * m, 8)
     codes = torch.stack([model.codes.dense() for model in models])  # (R, d, m)
-    parameter = torch.nn.Parameter(torch.stack([model.initial_queries() for model in models]))  # (R, 2, m)
+    parameter = torch.stack([model.initial_queries() for model in models])  # (R, 2, m)
     x = y = None
     if config.gradient == "empirical":
         check_size(f"the samples (runs={runs}, n={config.n}, d={d})", runs * config.n * d, 8)
         seeds = [derive_seed(config.data_seed, "train", r) for r in range(runs)]
         x, y = (torch.stack(t) for t in zip(*(sample_xor(config.n, d, pair, seed=s) for s in seeds), strict=True))
-    optimiser = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)([parameter], lr=config.lr)
+    optimiser = (Adam if config.optimizer == "adam" else SGD)(parameter, lr=config.lr)
     curves = {key: np.full((config.steps + 1, runs), math.nan) for key in ("loss", "worst", "train")}
     for t in range(config.steps + 1):
         with torch.no_grad():
-            scores = parameter.detach() @ codes.transpose(1, 2)  # (R, 2, d)
+            scores = parameter @ codes.transpose(1, 2)  # (R, 2, d)
             weights = model.normaliser.weights(scores)
             curves["loss"][t] = loss_of_weights(weights, pair, model.readout).numpy()
             if model.attention == "softmax":
@@ -177,9 +178,8 @@ def train_runs(config: TrainConfig, runs: int = 1) -> tuple[TrainResult, ...]:
                 )
         if t == config.steps:
             break
-        parameter.grad = grad
-        optimiser.step()
-    final = parameter.detach()
+        optimiser.step(grad)
+    final = parameter
     return tuple(
         TrainResult(
             model=models[r],
