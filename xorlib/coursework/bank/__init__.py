@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..questions import AutoQuestion, Question, WrittenQuestion, check_question
+from ..questions import AutoQuestion, Question, check_question
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07
 
 __all__ = ["CHAPTERS", "chapter_questions"]  # what a teacher reads; the rest is internal to xorlib.coursework
@@ -20,15 +20,16 @@ def _collect() -> dict[str, tuple[Question, ...]]:
     chapters: dict[str, tuple[Question, ...]] = {}
     seen: set[str] = set()
     for module in (ch01, ch02, ch03, ch04, ch05, ch06, ch07):
+        chapter = module.__name__.rpartition(".")[2]
         functions = [q.function for q in module.QUESTIONS if isinstance(q, AutoQuestion)]
         if len(set(functions)) != len(functions):
-            raise ValueError(f"{module.CHAPTER}: two questions ask for a function of the same name")
+            raise ValueError(f"{chapter}: two questions ask for a function of the same name")
         for question in module.QUESTIONS:
-            check_question(question, module.CHAPTER)
+            check_question(question, chapter)
             if question.id in seen:
                 raise ValueError(f"question id {question.id} is used twice")
             seen.add(question.id)
-        chapters[module.CHAPTER] = tuple(module.QUESTIONS)
+        chapters[chapter] = tuple(module.QUESTIONS)
     return chapters
 
 
@@ -63,8 +64,3 @@ def chapter_questions(chapter: str | None, kind: type | None = None) -> tuple[Qu
     """The questions of a chapter (``()`` if it has none), optionally only ``AutoQuestion`` or ``WrittenQuestion``."""
     questions = CHAPTERS.get(chapter or "", ())
     return tuple(q for q in questions if kind is None or isinstance(q, kind))
-
-
-def written_questions() -> tuple[WrittenQuestion, ...]:
-    """Every written question of the bank, in book order."""
-    return tuple(q for questions in CHAPTERS.values() for q in questions if isinstance(q, WrittenQuestion))

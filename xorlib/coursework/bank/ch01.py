@@ -8,11 +8,7 @@ from ...attention import attention_weights
 from ...model import ModelConfig
 from ...task import all_inputs, xor_labels
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch01"
+from ._common import cases, codes, gaussian, pair, samples, seeded
 
 
 # ----------------------------------------------------------------------------- q1: a softmax head
@@ -41,22 +37,6 @@ def _head_case(description: str, d: int, m: int, scale: float, kind: str, *label
     query = gaussian((m,), scale, "ch01-q1", *labels)
     x, _ = samples(5, d, pair(d, "ch01-q1", *labels), "ch01-q1", *labels)
     return Case(description, (query, codes(d, m, kind, "ch01-q1", *labels), x), d=d)
-
-
-def _head_public() -> tuple[Case, ...]:
-    return (
-        _head_case("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
-        _head_case("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
-        _head_case("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp"),
-    )
-
-
-def _head_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _head_case("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge", seed),
-        _head_case("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero", seed),
-        _head_case("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced", seed),
-    )
 
 
 def _weights_sum(args: tuple, got: tuple, expected: tuple) -> str | None:
@@ -107,8 +87,18 @@ SOFTMAX_HEAD = AutoQuestion(
     ),
     solution=softmax_head,
     reference=_head_reference,
-    public=_head_public,
-    hidden=_head_hidden,
+    public=cases(
+        _head_case,
+        ("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
+        ("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
+        ("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp"),
+    ),
+    hidden=seeded(
+        _head_case,
+        ("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge"),
+        ("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero"),
+        ("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced"),
+    ),
     outputs=("weights", "z"),
     mistakes=_head_mistakes(),
     hint="s = codes @ query, then alpha_k = exp(s_k - max s) / sum_l exp(s_l - max s); z = x @ alpha.",
@@ -154,22 +144,6 @@ def _losses_case(description: str, d: int, heads: str, kind: str, *labels: objec
     return Case(description, (weights, pair(d, "ch01-q2", *labels), heads), d=d)
 
 
-def _losses_public() -> tuple[Case, ...]:
-    return (
-        _losses_case("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
-        _losses_case("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
-        _losses_case("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c"),
-    )
-
-
-def _losses_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _losses_case("split readout, weights of both signs, d=10", 10, "split", "signed", "d", seed),
-        _losses_case("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e", seed),
-        _losses_case("split readout, softmax weights, d=9", 9, "split", "softmax", "f", seed),
-    )
-
-
 def _losses_mistakes() -> tuple[Mistake, ...]:
     def other_readout(weights, pair, heads):
         return _losses_reference(weights, pair, "split" if heads == "tied" else "tied")
@@ -203,8 +177,18 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
     ),
     solution=loss_on_every_input,
     reference=_losses_reference,
-    public=_losses_public,
-    hidden=_losses_hidden,
+    public=cases(
+        _losses_case,
+        ("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
+        ("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
+        ("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c"),
+    ),
+    hidden=seeded(
+        _losses_case,
+        ("split readout, weights of both signs, d=10", 10, "split", "signed", "d"),
+        ("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e"),
+        ("split readout, softmax weights, d=9", 9, "split", "softmax", "f"),
+    ),
     outputs=("the losses",),
     imports="from xorlib.task import all_inputs",
     mistakes=_losses_mistakes(),

@@ -7,11 +7,7 @@ import torch
 from ...model import ModelConfig
 from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, gradient_mistakes, pair, peaked_scores
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch02"
+from ._common import cases, codes, gaussian, gradient_mistakes, pair, peaked_scores, seeded
 
 
 # ----------------------------------------------------------------------------- q1: the population gradient
@@ -61,22 +57,6 @@ def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *l
     return Case(description, (queries, codes(d, m, kind, "ch02-q1", *labels), pair(d, "ch02-q1", *labels)), d=d)
 
 
-def _gradient_public() -> tuple[Case, ...]:
-    return (
-        _gradient_case("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
-        _gradient_case("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
-        _gradient_case("two different random queries, d=10", 10, 6, "iid", 1.5, "c"),
-    )
-
-
-def _gradient_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _gradient_case("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d", seed),
-        _gradient_case("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed),
-        _gradient_case("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f", seed),
-    )
-
-
 def _gradient_mistakes() -> tuple[Mistake, ...]:
     return (
         Mistake(
@@ -117,8 +97,18 @@ TIED_GRADIENT = AutoQuestion(
     ),
     solution=tied_gradient,
     reference=_gradient_reference,
-    public=_gradient_public,
-    hidden=_gradient_hidden,
+    public=cases(
+        _gradient_case,
+        ("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
+        ("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
+        ("two different random queries, d=10", 10, 6, "iid", 1.5, "c"),
+    ),
+    hidden=seeded(
+        _gradient_case,
+        ("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d"),
+        ("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e"),
+        ("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f"),
+    ),
     outputs=("the gradient",),
     mistakes=_gradient_mistakes(),
     hint="differentiate L(a, b) in the weights, pull back through the softmax (alpha * (g - <alpha, g>)) "
@@ -156,21 +146,6 @@ def _step_case(description: str, d: int, m: int, kind: str, sharpness: float, *l
     )
 
 
-def _step_public() -> tuple[Case, ...]:
-    return (
-        _step_case("balanced codes, d=8", 8, 6, "balanced", 30.0, "a"),
-        _step_case("balanced codes, d=64", 64, 24, "balanced", 30.0, "b"),
-    )
-
-
-def _step_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _step_case("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c", seed),
-        _step_case("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d", seed),
-        _step_case("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e", seed),
-    )
-
-
 def _step_mistakes() -> tuple[Mistake, ...]:
     def uncentred(codes, pair, lr):
         d = codes.shape[0]
@@ -205,8 +180,17 @@ TIED_STEP = AutoQuestion(
     ),
     solution=tied_step_from_zero,
     reference=_step_reference,
-    public=_step_public,
-    hidden=_step_hidden,
+    public=cases(
+        _step_case,
+        ("balanced codes, d=8", 8, 6, "balanced", 30.0, "a"),
+        ("balanced codes, d=64", 64, 24, "balanced", 30.0, "b"),
+    ),
+    hidden=seeded(
+        _step_case,
+        ("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c"),
+        ("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d"),
+        ("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e"),
+    ),
     outputs=("the queries after the step",),
     mistakes=_step_mistakes(),
     hint="at q = 0 every weight is 1/d; the new queries are 0 - lr * grad, the same for both heads.",
@@ -250,22 +234,6 @@ def _worst_case(description: str, d: int, height: float, skew: float, *labels: o
     return Case(f"{description}, d={d}", (torch.softmax(scores, -1), hidden), d=d)
 
 
-def _worst_public() -> tuple[Case, ...]:
-    return (
-        _worst_case("tied heads after a moderate step", 8, 3.0, 0.0, "a"),
-        _worst_case("unequal pair weights", 12, 5.0, 0.7, "b"),
-        _worst_case("far too many inputs to enumerate", 1000, 12.0, 0.0, "c"),
-    )
-
-
-def _worst_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _worst_case("rest mass near 1/2", 16, 2.7, 0.0, "d", seed),
-        _worst_case("strongly unequal pair weights", 10, 6.0, 2.0, "e", seed),
-        _worst_case("a sharp head", 5000, 18.0, 0.3, "f", seed),
-    )
-
-
 def _worst_mistakes() -> tuple[Mistake, ...]:
     def mean_loss(weights, pair):
         a, (u, v) = weights, pair
@@ -303,8 +271,18 @@ TIED_WORST_CASE = AutoQuestion(
     ),
     solution=tied_worst_case,
     reference=_worst_reference,
-    public=_worst_public,
-    hidden=_worst_hidden,
+    public=cases(
+        _worst_case,
+        ("tied heads after a moderate step", 8, 3.0, 0.0, "a"),
+        ("unequal pair weights", 12, 5.0, 0.7, "b"),
+        ("far too many inputs to enumerate", 1000, 12.0, 0.0, "c"),
+    ),
+    hidden=seeded(
+        _worst_case,
+        ("rest mass near 1/2", 16, 2.7, 0.0, "d"),
+        ("strongly unequal pair weights", 10, 6.0, 2.0, "e"),
+        ("a sharp head", 5000, 18.0, 0.3, "f"),
+    ),
     outputs=("the worst-case loss",),
     mistakes=_worst_mistakes(),
     hint="for each value of y, |z| ranges over [|c| - S, |c| + S]; the loss is largest at one end.",

@@ -9,11 +9,7 @@ import torch
 from ...model import ModelConfig
 from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, gradient_mistakes, pair
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch03"
+from ._common import cases, codes, gaussian, gradient_mistakes, pair, seeded
 
 
 # ----------------------------------------------------------------------------- q1: the split gradient
@@ -57,21 +53,6 @@ def _split_case(description: str, d: int, m: int, kind: str, sigma: float, *labe
     return Case(f"{description}, d={d}", (queries, codes(d, m, kind, "ch03-q1", *labels), hidden), d=d)
 
 
-def _split_public() -> tuple[Case, ...]:
-    return (
-        _split_case("antisymmetric start, sigma=1, balanced codes", 8, 6, "balanced", 1.0, "a"),
-        _split_case("antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b"),
-    )
-
-
-def _split_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _split_case("antisymmetric start, sigma=3 (sharp heads)", 40, 12, "balanced", 3.0, "c", seed),
-        _split_case("antisymmetric start, odd d, balanced codes", 15, 7, "balanced", 1.0, "d", seed),
-        _split_case("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e", seed),
-    )
-
-
 def _split_mistakes() -> tuple[Mistake, ...]:
     return (
         Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
@@ -106,8 +87,17 @@ SPLIT_GRADIENT = AutoQuestion(
     ),
     solution=split_gradient,
     reference=_split_reference,
-    public=_split_public,
-    hidden=_split_hidden,
+    public=cases(
+        _split_case,
+        ("antisymmetric start, sigma=1, balanced codes", 8, 6, "balanced", 1.0, "a"),
+        ("antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b"),
+    ),
+    hidden=seeded(
+        _split_case,
+        ("antisymmetric start, sigma=3 (sharp heads)", 40, 12, "balanced", 3.0, "c"),
+        ("antisymmetric start, odd d, balanced codes", 15, 7, "balanced", 1.0, "d"),
+        ("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e"),
+    ),
     outputs=("the gradient",),
     mistakes=_split_mistakes(),
     hint="the tied model's gradient with c0 = 0, c1 = 1; the two heads now have different weights.",
@@ -150,22 +140,6 @@ def _certify_case(description: str, d: int, target: float, tie: bool, *labels: o
         top = int(direction[1].argmax())
         direction[1, (top + 1) % d] = direction[1, top]
     return Case(f"{description}, d={d}, E={target:g}", (direction, scores, target), d=d)
-
-
-def _certify_public() -> tuple[Case, ...]:
-    return (
-        _certify_case("random direction and start", 8, 1e-3, False, "a"),
-        _certify_case("random direction and start", 100, 1e-6, False, "b"),
-        _certify_case("head 2 has a tie at the top of its direction", 12, 1e-3, True, "c"),
-    )
-
-
-def _certify_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _certify_case("random direction and start", 33, 1e-4, False, "d", seed),
-        _certify_case("random direction and start", 1000, 1e-8, False, "e", seed),
-        _certify_case("a tie at the top of head 2", 50, 1e-2, True, "f", seed),
-    )
 
 
 def _certify_mistakes() -> tuple[Mistake, ...]:
@@ -227,8 +201,18 @@ SELF_CERTIFIED_STEP = AutoQuestion(
     ),
     solution=self_certified_step,
     reference=_step_reference,
-    public=_certify_public,
-    hidden=_certify_hidden,
+    public=cases(
+        _certify_case,
+        ("random direction and start", 8, 1e-3, False, "a"),
+        ("random direction and start", 100, 1e-6, False, "b"),
+        ("head 2 has a tie at the top of its direction", 12, 1e-3, True, "c"),
+    ),
+    hidden=seeded(
+        _certify_case,
+        ("random direction and start", 33, 1e-4, False, "d"),
+        ("random direction and start", 1000, 1e-8, False, "e"),
+        ("a tie at the top of head 2", 50, 1e-2, True, "f"),
+    ),
     outputs=("the step size",),
     mistakes=_certify_mistakes(),
     hint="sort each head's direction; the gap is the first entry minus the second.",

@@ -7,11 +7,7 @@ import math
 import torch
 
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, pair
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch04"
+from ._common import cases, gaussian, pair, seeded
 
 
 # ----------------------------------------------------------------------------- q1: the rest mass
@@ -44,22 +40,6 @@ def _rest_case(description: str, d: int, base: float, height: tuple[float, float
     scores[0, list(hidden)] += height[0]
     scores[1, list(hidden)] += height[1]
     return Case(f"{description}, d={d}", (scores, hidden), d=d)
-
-
-def _rest_public() -> tuple[Case, ...]:
-    return (
-        _rest_case("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
-        _rest_case("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
-        _rest_case("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"),
-    )
-
-
-def _rest_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _rest_case("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d", seed),
-        _rest_case("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e", seed),
-        _rest_case("moderate scores", 7, 2.0, (2.0, 0.5), "f", seed),
-    )
 
 
 def _rest_mistakes() -> tuple[Mistake, ...]:
@@ -95,8 +75,18 @@ REST_MASS = AutoQuestion(
     ),
     solution=rest_mass,
     reference=_rest_reference,
-    public=_rest_public,
-    hidden=_rest_hidden,
+    public=cases(
+        _rest_case,
+        ("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
+        ("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
+        ("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"),
+    ),
+    hidden=seeded(
+        _rest_case,
+        ("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d"),
+        ("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e"),
+        ("moderate scores", 7, 2.0, (2.0, 0.5), "f"),
+    ),
     outputs=("the rest masses",),
     mistakes=_rest_mistakes(),
     hint="torch.logsumexp is stable; exp of a difference of two log-sum-exps never cancels.",
@@ -130,17 +120,9 @@ def _sharpness_reference(d: int, m: int, epsilon: float) -> float:
     return math.log((d - 2) / (2 * _rest_target(epsilon))) * m / 4
 
 
-def _sharpness_public() -> tuple[Case, ...]:
-    return (
-        Case("d=64, m=24, epsilon=0.01", (64, 24, 1e-2), d=64),
-        Case("d=1000, m=40, epsilon=0.001", (1000, 40, 1e-3), d=1000),
-    )
-
-
-def _sharpness_hidden(seed: int) -> tuple[Case, ...]:
-    shift = 2 * (seed % 997)  # the teacher's seed moves the cases
-    cases = ((10**6 + shift, 80, 1e-4), (16 + shift, 16, 0.1), (10**8 + shift, 108, 1e-6))
-    return tuple(Case(f"d={d}, m={m}, epsilon={eps:g}", (d, m, eps), d=d) for d, m, eps in cases)
+def _sharpness_case(d: int, m: int, epsilon: float, seed: int = 0) -> Case:
+    d += 2 * (seed % 997)  # the teacher's seed moves the hidden cases
+    return Case(f"d={d}, m={m}, epsilon={epsilon:g}", (d, m, epsilon), d=d)
 
 
 def _sharpness_mistakes() -> tuple[Mistake, ...]:
@@ -180,8 +162,8 @@ LATTICE_SHARPNESS = AutoQuestion(
     ),
     solution=lattice_sharpness,
     reference=_sharpness_reference,
-    public=_sharpness_public,
-    hidden=_sharpness_hidden,
+    public=cases(_sharpness_case, (64, 24, 1e-2), (1000, 40, 1e-3)),
+    hidden=seeded(_sharpness_case, (10**6, 80, 1e-4), (16, 16, 0.1), (10**8, 108, 1e-6)),
     outputs=("kappa",),
     mistakes=_sharpness_mistakes(),
     hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.",

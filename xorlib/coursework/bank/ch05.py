@@ -9,11 +9,7 @@ import torch
 from ...attention import attention_weights
 from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch05"
+from ._common import cases, gaussian, seeded
 
 
 def _autograd_pullback(kind: str, scores: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,21 +43,6 @@ def relu_attention(scores, grad):
     return weights, pullback
     # END SOLUTION
 # fmt: on
-
-
-def _relu_public() -> tuple[Case, ...]:
-    return (
-        _variant_case("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
-        _variant_case("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b"),
-    )
-
-
-def _relu_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _variant_case("large scores", 50, 100.0, 0, "ch05-q1", "c", seed),
-        _variant_case("five scores exactly 0", 9, 1.0, 5, "ch05-q1", "d", seed),
-        _variant_case("tiny scores", 30, 1e-6, 0, "ch05-q1", "e", seed),
-    )
 
 
 def _relu_mistakes() -> tuple[Mistake, ...]:
@@ -101,8 +82,17 @@ RELU_ATTENTION = AutoQuestion(
     ),
     solution=relu_attention,
     reference=lambda scores, grad: _autograd_pullback("relu", scores, grad),
-    public=_relu_public,
-    hidden=_relu_hidden,
+    public=cases(
+        _variant_case,
+        ("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
+        ("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b"),
+    ),
+    hidden=seeded(
+        _variant_case,
+        ("large scores", 50, 100.0, 0, "ch05-q1", "c"),
+        ("five scores exactly 0", 9, 1.0, 5, "ch05-q1", "d"),
+        ("tiny scores", 30, 1e-6, 0, "ch05-q1", "e"),
+    ),
     outputs=("weights", "pullback"),
     mistakes=_relu_mistakes(),
     hint="the Jacobian of an element-wise map is diagonal: pullback_k = alpha'(s_k) g_k.",
@@ -123,21 +113,6 @@ def sigmoid_attention(scores, grad):
     return weights, weights * (1 - weights) * grad
     # END SOLUTION
 # fmt: on
-
-
-def _sigmoid_public() -> tuple[Case, ...]:
-    return (
-        _variant_case("moderate scores", 8, 1.0, 0, "ch05-q2", "a"),
-        _variant_case("scores up to about 30", 40, 10.0, 0, "ch05-q2", "b"),
-    )
-
-
-def _sigmoid_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _variant_case("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c", seed),
-        _variant_case("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed),
-        _variant_case("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e", seed),
-    )
 
 
 def _sigmoid_mistakes() -> tuple[Mistake, ...]:
@@ -180,8 +155,17 @@ SIGMOID_ATTENTION = AutoQuestion(
     ),
     solution=sigmoid_attention,
     reference=lambda scores, grad: _autograd_pullback("sigmoid", scores, grad),
-    public=_sigmoid_public,
-    hidden=_sigmoid_hidden,
+    public=cases(
+        _variant_case,
+        ("moderate scores", 8, 1.0, 0, "ch05-q2", "a"),
+        ("scores up to about 30", 40, 10.0, 0, "ch05-q2", "b"),
+    ),
+    hidden=seeded(
+        _variant_case,
+        ("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c"),
+        ("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d"),
+        ("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e"),
+    ),
     outputs=("weights", "pullback"),
     mistakes=_sigmoid_mistakes(),
     hint="sigm'(x) = sigm(x) (1 - sigm(x)), sigm(x) = 1 / (1 + e^-x); torch.sigmoid is stable for large |x|.",

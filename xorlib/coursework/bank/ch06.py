@@ -9,11 +9,7 @@ import torch
 from ...empirical import empirical
 from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, generator, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch06"
+from ._common import cases, gaussian, generator, pair, samples, seeded
 
 
 # ----------------------------------------------------------------------------- q1: the empirical gradient
@@ -47,22 +43,6 @@ def _empirical_case(description: str, n: int, d: int, heads: str, scale: float, 
     x, y = samples(n, d, hidden, "ch06-q1", *labels)
     scores = gaussian((2, d), scale, "ch06-q1", *labels)
     return Case(f"{description}: {heads} heads, n={n}, d={d}", (scores, x, y, heads), d=d)
-
-
-def _empirical_public() -> tuple[Case, ...]:
-    return (
-        _empirical_case("a few samples", 16, 6, "split", 1.0, "a"),
-        _empirical_case("uniform attention", 200, 20, "tied", 0.0, "b"),
-        _empirical_case("sharp heads", 50, 10, "split", 4.0, "c"),
-    )
-
-
-def _empirical_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _empirical_case("more samples", 1000, 50, "tied", 1.0, "d", seed),
-        _empirical_case("fewer samples than positions", 7, 12, "split", 1.0, "e", seed),
-        _empirical_case("odd d", 300, 33, "split", 2.0, "f", seed),
-    )
 
 
 def _empirical_mistakes() -> tuple[Mistake, ...]:
@@ -103,8 +83,18 @@ SAMPLE_GRADIENT = AutoQuestion(
     ),
     solution=sample_score_gradient,
     reference=_empirical_reference,
-    public=_empirical_public,
-    hidden=_empirical_hidden,
+    public=cases(
+        _empirical_case,
+        ("a few samples", 16, 6, "split", 1.0, "a"),
+        ("uniform attention", 200, 20, "tied", 0.0, "b"),
+        ("sharp heads", 50, 10, "split", 4.0, "c"),
+    ),
+    hidden=seeded(
+        _empirical_case,
+        ("more samples", 1000, 50, "tied", 1.0, "d"),
+        ("fewer samples than positions", 7, 12, "split", 1.0, "e"),
+        ("odd d", 300, 33, "split", 2.0, "f"),
+    ),
     outputs=("the score gradient",),
     mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
@@ -186,20 +176,6 @@ def _threshold_case(
     )
 
 
-def _threshold_public() -> tuple[Case, ...]:
-    return (
-        _threshold_case("a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"),
-        _threshold_case("a gradual transition", [50, 100, 200, 400, 800, 1600, 3200], 500.0, 1.0, 10, "b"),
-    )
-
-
-def _threshold_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _threshold_case("a sharp transition", [1000, 1500, 2250, 3375, 5062], 2000.0, 0.3, 40, "c", seed),
-        _threshold_case("few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d", seed),
-    )
-
-
 def _threshold_mistakes() -> tuple[Mistake, ...]:
     def log_threshold(n_values, successes, trials):
         return math.log(_threshold_reference(n_values, successes, trials))
@@ -237,8 +213,16 @@ THRESHOLD = AutoQuestion(
     ),
     solution=threshold_from_fit,
     reference=_threshold_reference,
-    public=_threshold_public,
-    hidden=_threshold_hidden,
+    public=cases(
+        _threshold_case,
+        ("a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"),
+        ("a gradual transition", [50, 100, 200, 400, 800, 1600, 3200], 500.0, 1.0, 10, "b"),
+    ),
+    hidden=seeded(
+        _threshold_case,
+        ("a sharp transition", [1000, 1500, 2250, 3375, 5062], 2000.0, 0.3, 40, "c"),
+        ("few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d"),
+    ),
     outputs=("the threshold n*",),
     mistakes=_threshold_mistakes(),
     hint="Newton's method (iteratively reweighted least squares) converges in a few steps from a = b = 0.",

@@ -7,11 +7,7 @@ import math
 import torch
 
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch07"
+from ._common import cases, gaussian, pair, samples, seeded
 
 
 # ----------------------------------------------------------------------------- q1: hinge-loss gradients
@@ -55,18 +51,6 @@ def _hinge_case(description: str, n: int, d: int, width: int, *labels: object) -
     return Case(f"{description}: n={n}, d={d}, width={width}", (x, y, w, b, a), d=d)
 
 
-def _hinge_public() -> tuple[Case, ...]:
-    return (_hinge_case("a small network", 8, 4, 3, "a"), _hinge_case("a wider network", 64, 10, 32, "b"))
-
-
-def _hinge_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _hinge_case("more samples", 500, 20, 16, "c", seed),
-        _hinge_case("one hidden unit", 30, 6, 1, "d", seed),
-        _hinge_case("a wide network", 40, 8, 100, "e", seed),
-    )
-
-
 def _hinge_mistakes() -> tuple[Mistake, ...]:
     def everywhere(x, y, w, b, a):  # the gradient of the mean of 1 - y f, hinge ignored
         params = [p.detach().clone().requires_grad_(True) for p in (w, b, a)]
@@ -106,8 +90,13 @@ HINGE_GRADIENTS = AutoQuestion(
     ),
     solution=hinge_gradients,
     reference=_hinge_reference,
-    public=_hinge_public,
-    hidden=_hinge_hidden,
+    public=cases(_hinge_case, ("a small network", 8, 4, 3, "a"), ("a wider network", 64, 10, 32, "b")),
+    hidden=seeded(
+        _hinge_case,
+        ("more samples", 500, 20, 16, "c"),
+        ("one hidden unit", 30, 6, 1, "d"),
+        ("a wide network", 40, 8, 100, "e"),
+    ),
     outputs=("dw", "db", "da"),
     mistakes=_hinge_mistakes(),
     hint="dL/df_s = -y_s [y_s f_s < 1] / n; then the chain rule through a and the ReLU mask.",
@@ -127,15 +116,8 @@ def parameter_count(d, width):
 # fmt: on
 
 
-def _count_public() -> tuple[Case, ...]:
-    return (Case("d=20, width=100", (20, 100), d=20), Case("d=1000, width=512", (1000, 512), d=1000))
-
-
-def _count_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        Case("d=7, width=1", (7, 1), d=7),
-        Case(f"d={64 + seed % 50}, width=3000", (64 + seed % 50, 3000), d=64 + seed % 50),
-    )
+def _count_case(d: int, width: int) -> Case:
+    return Case(f"d={d}, width={width}", (d, width), d=d)
 
 
 def _count_mistakes() -> tuple[Mistake, ...]:
@@ -161,8 +143,8 @@ PARAMETER_COUNT = AutoQuestion(
     ),
     solution=parameter_count,
     reference=lambda d, width: width * (d + 2),
-    public=_count_public,
-    hidden=_count_hidden,
+    public=cases(_count_case, (20, 100), (1000, 512)),
+    hidden=lambda seed: (_count_case(7, 1), _count_case(64 + seed % 50, 3000)),
     outputs=("the count",),
     mistakes=_count_mistakes(),
     hint="count w (width x d), b (width) and a (width).",
