@@ -19,11 +19,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._settings import grading_settings
 from .autograder import write_zip
 from .feedback import CheckFailure, check
 from .gradebook import ClassReport, Config, grade_class, load_reports, read_marks, read_roster
-from .grading import GradeReport, grade_path
+from .grading import GradeReport, grade_path, grading_settings
 from .render import question_table
 from .student import write_student_notebooks
 
@@ -73,7 +72,7 @@ def grade_notebook(path, *, seed=None, practice=False, student=None, config=None
     if student is not None and not isinstance(student, str):
         raise TypeError(f"student must be a name (a str) or None, got {type(student).__name__}")
     config = Config.read(_path("config", config, none=True))
-    grading = grading_settings(seed, practice, limits, sandbox, trusted, config, [path.parent])
+    grading = grading_settings(seed, practice, limits, sandbox, trusted, config.points, [path.parent])
     return grade_path(path, student or path.stem, grading)
 
 
@@ -108,7 +107,13 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     config_path, previous = _path("config", config, none=True), _path("previous", previous, exists=False, none=True)
     config = Config.read(config_path)
     grading = grading_settings(
-        seed, practice, limits, sandbox, trusted, config, [folder, previous, roster_path, marks_path, config_path]
+        seed,
+        practice,
+        limits,
+        sandbox,
+        trusted,
+        config.points,
+        [folder, previous, roster_path, marks_path, config_path],
     )
     people = read_roster(roster_path) if roster_path else None
     written = read_marks(marks_path, config) if marks_path else {}

@@ -21,8 +21,8 @@ from .bank import CHAPTERS
 from .gradebook import MarksError
 from .pages import html_page, markdown_page
 from .questions import AutoQuestion
+from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable
-from .sync import sync_chapter
 
 __all__ = ["main"]
 

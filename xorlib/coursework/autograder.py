@@ -137,9 +137,8 @@ def run(root: Path) -> int:
 
 
 def _grade(root: Path) -> int:
-    from ._settings import grading_settings
-    from .gradebook import Config, find_submissions
-    from .grading import grade_path
+    from .gradebook import find_submissions
+    from .grading import grade_path, grading_settings
     from .sandbox import SandboxUnavailable
 
     config = json.loads((root / "source" / "config.json").read_text())
@@ -153,7 +152,7 @@ def _grade(root: Path) -> int:
         private = [root / "source", root / "submission", root / "results"]
         try:
             grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
-                               False, Config(points=config["points"]), private)  # fmt: skip
+                               False, config["points"], private)  # fmt: skip
         except SandboxUnavailable as err:
             result["output"] = f"Not graded: {err}"
             (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ._html import table
+from ..report import html_table
 from .bank import CHAPTERS, chapter_questions, get_question
 from .grading import GradeReport, Grading, grade_path
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
@@ -342,7 +342,7 @@ class ClassReport:
 
     def _repr_html_(self) -> str:
         fields = ["student", *(q.id for q in self.columns()), "total", "max", "notes"]
-        return table(fields, [[self.row(s)[f] for f in fields] for s in self.students()])._repr_html_()
+        return html_table([[self.row(s)[f] for f in fields] for s in self.students()], fields)._repr_html_()
 
 
 def load_reports(out: str | Path) -> tuple[GradeReport, ...]:

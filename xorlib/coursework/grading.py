@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ..report import html_table
 from . import _wire
 from ._build import grading_build
 from ._compare import ReturnError, as_outputs, judge
-from ._html import table
 from .bank import chapter_questions, get_question
 from .bank._common import SETUP
 from .feedback import autograd_used, expected_outputs
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case
-from .sandbox import Limits, Session, Stopped, Tier
+from .sandbox import SANDBOXES, Limits, Session, Stopped, Tier, check_private, choose_tier, site_dirs
 
 __all__ = []  # GradeReport is what grade_notebook returns; xorlib.coursework exports the functions
 
@@ -93,7 +93,7 @@ class GradeReport:
 
     def _repr_html_(self) -> str:
         rows = [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in self.questions]
-        return table(("question", "title", "score", "status"), rows)._repr_html_()
+        return html_table(rows, ("question", "title", "score", "status"))._repr_html_()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -125,6 +125,37 @@ class Grading:
 
     def points_of(self, question: AutoQuestion) -> int:
         return self.points.get(question.id, question.points)
+
+
+#: The seed of the hidden cases anyone can compute (the bank is public): for practice only.
+PUBLIC_SEED = 0
+
+
+def grading_settings(seed: object, practice: object, limits: object, sandbox: object, trusted: object, points: dict,
+             private: list) -> Grading:  # fmt: skip
+    """The settings of a grading run, checked once: the seed's rule, the limits, the tier (and its privacy)."""
+    for name, value in (("practice", practice), ("trusted", trusted)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    if seed is None and not practice:
+        raise ValueError("seed is required for summative grading: pass your private seed (seed=..., SEED=... or "
+                         f"--seed-file), or practice=True (--practice) to grade with the public seed {PUBLIC_SEED}")  # fmt: skip
+    seed = PUBLIC_SEED if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an int in [0, 2**63), got {seed!r}")
+    if seed == PUBLIC_SEED and not practice:
+        raise ValueError(f"seed {PUBLIC_SEED} is public (anyone can compute its hidden cases): pass your private seed "
+                         "for summative grading, or practice=True (--practice)")  # fmt: skip
+    limits = Limits() if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a sandbox Limits or None, got {type(limits).__name__}")
+    if sandbox not in SANDBOXES:
+        raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
+    tier = choose_tier(sandbox, grading_build(), trusted=trusted)
+    package = Path(__file__).resolve().parents[1]
+    secret = [package, *(Path(s) / "xorlib" for s in site_dirs()), *[p for p in private if p is not None]]
+    check_private(tier, grading_build(), [str(p) for p in secret], seed if seed != PUBLIC_SEED else -1)
+    return Grading(seed, limits, tier, dict(points))
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,20 +1,22 @@
-"""The exercise section of a chapter, written from the bank: the book's version and the student's.
+"""The exercise section of a chapter, written from the bank, and ``python -m xorlib.coursework sync``.
 
-The book's version (:func:`teacher_region`) is MyST text for the region between
-the markers of a chapter file: per auto-graded question, an ``{exercise}``
-directive, the answer cell (the teacher's solution, folded, tagged
-``answer-<id>``) and the check cell (tagged ``check-<id>``); per written
-question, an ``{exercise}``, its rubric and its model answer, both folded.
-The student's version (:func:`student_region`) holds the same questions with
-``raise NotImplementedError`` for the solutions and no rubrics or model answers.
+The book's version (:func:`teacher_region`) holds, per auto-graded question, an ``{exercise}`` directive, the
+answer cell (the teacher's solution, folded, tagged ``answer-<id>``) and the check cell (``check-<id>``); per
+written question, an ``{exercise}``, its rubric and its model answer, both folded. The student's version
+(:func:`student_region`) has ``raise NotImplementedError`` for the solutions and no rubrics or model answers.
+:func:`sync_chapter` rewrites only the text between the marker lines :data:`BEGIN` and :data:`END` (each alone on
+its line, once per chapter, outside code blocks, so that a chapter may quote them), byte for byte idempotent; a
+chapter without markers is left untouched, one with malformed markers is reported as an error.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
-from ._html import Table, table
-from .bank import CHAPTERS, chapter_questions
+from ..report import html_table
+from .bank import CHAPTERS, chapter_of, chapter_questions
 from .bank._common import SETUP
 from .questions import AutoQuestion, Question, WrittenQuestion
 
@@ -22,23 +24,32 @@ __all__ = []  # internal to xorlib.coursework (which exports what readers call)
 
 #: The marker lines that delimit the region the tool owns, each alone on its line.
 BEGIN, END = "<!-- exercises:begin -->", "<!-- exercises:end -->"
-SETUP_TAG = "coursework-setup"
 _CODE_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
-CHECK_IMPORT = "from xorlib.coursework import check"
 
 
-def marker_lines(lines: list[str], marker: str) -> list[int]:
-    """The indices of the lines that are ``marker``, outside code fences (a chapter may quote the markers)."""
-    found, fence = [], None
+class MarkerError(ValueError):
+    """The exercise markers are repeated, or the end marker comes first."""
+
+
+def markers(lines: list[str]) -> tuple[int, int] | None:
+    """The lines of :data:`BEGIN` and :data:`END` outside code fences; ``None`` without either; else
+    :class:`MarkerError`."""
+    found: dict[str, list[int]] = {BEGIN: [], END: []}
+    fence = None
     for k, line in enumerate(lines):
         opening = _CODE_FENCE.match(line)
         if fence is None and opening:  # a code block, a code cell or a directive: its lines are not markers
             fence = opening.group("fence")
         elif fence is not None and line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
             fence = None
-        elif fence is None and line.strip() == marker:
-            found.append(k)
-    return found
+        elif fence is None and line.strip() in found:
+            found[line.strip()].append(k)
+    begins, ends = found[BEGIN], found[END]
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise MarkerError(f"expected one {BEGIN} line followed by one {END} line, found {len(begins)} and {len(ends)}")
+    return begins[0], ends[0]
 
 
 def _points(n: float) -> str:
@@ -64,13 +75,12 @@ def _summary(questions: tuple[Question, ...]) -> str:
     return " and ".join(parts)
 
 
-def setup_source() -> str:
-    """The setup cell: the teacher's imports and the student-facing ``check``."""
-    return f"{SETUP.strip()}\n\n{CHECK_IMPORT}"
-
-
 def _code_cell(source: str, cell_tags: list[str]) -> str:
     return f"```{{code-cell}} ipython3\n:tags: [{', '.join(cell_tags)}]\n\n{source}\n```"
+
+
+#: The setup cell: the teacher's imports and the student-facing ``check``.
+_SETUP_CELL = _code_cell(f"{SETUP.strip()}\n\nfrom xorlib.coursework import check", ["coursework-setup"])
 
 
 def header(q: Question) -> str:
@@ -86,20 +96,22 @@ def header(q: Question) -> str:
     return f"**{_points(q.points)}, written** · {effort} · marked as `{q.id}`"
 
 
-def _teacher_question(q: Question) -> list[str]:
+def _question(q: Question, *, teacher: bool, book: bool) -> list[str]:
+    """One exercise: its directive (``book``) or heading, then its cells (the teacher's: solution and rubric)."""
+    head = f"{header(q)}\n\n{q.prompt}"
+    parts = [f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{head}\n::::" if book else f"### {q.title}\n\n{head}"]
     if isinstance(q, AutoQuestion):
-        head = f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{header(q)}\n\n{q.prompt}\n::::"
-        return [head, _code_cell(q.answer_source(), ["hide-input", f"answer-{q.id}"]),
-                _code_cell(q.check_source(), [f"check-{q.id}"])]  # fmt: skip
+        answer = _code_cell(q.answer_source(), ["hide-input", f"answer-{q.id}"]) if teacher else _code_cell(
+            q.student_source(), [f"answer-{q.id}"])  # fmt: skip
+        return [*parts, answer, _code_cell(q.check_source(), [f"check-{q.id}"])]
+    if not teacher:
+        return [*parts, f'+++ {{"tags": ["written-{q.id}"]}}\n\n*Your answer here.*\n\n+++']  # its own cell
     rubric = "\n".join(f"- **{_points(c.points)}**: {c.text}" for c in q.rubric)
-    return [
-        f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{header(q)}\n\n{q.prompt}\n::::\n\n"
-        f":::{{admonition}} Rubric ({_points(q.points)})\n:class: dropdown\n\n{rubric}\n:::\n\n"
-        f"::::{{solution}} {q.id}\n:class: dropdown\n\n{q.answer}\n::::"
-    ]
+    return [*parts, f":::{{admonition}} Rubric ({_points(q.points)})\n:class: dropdown\n\n{rubric}\n:::",
+            f"::::{{solution}} {q.id}\n:class: dropdown\n\n{q.answer}\n::::"]  # fmt: skip
 
 
-def teacher_region(chapter: str, source_name: str = "") -> str:
+def teacher_region(chapter: str) -> str:
     """The MyST text between the markers for ``chapter`` (``""`` when the bank has no questions for it)."""
     questions = chapter_questions(chapter)
     if not questions:
@@ -113,10 +125,7 @@ def teacher_region(chapter: str, source_name: str = "") -> str:
         "Each exercise gives its level (warm-up, core or challenge) and about how long it takes once the chapter "
         "is read."
     )
-    parts = [intro, _code_cell(setup_source(), [SETUP_TAG])]
-    for q in questions:
-        parts.extend(_teacher_question(q))
-    return "\n\n".join(parts)
+    return "\n\n".join([intro, _SETUP_CELL, *(p for q in questions for p in _question(q, teacher=True, book=True))])
 
 
 def student_region(chapter: str, *, book: bool = False) -> str:
@@ -126,7 +135,7 @@ def student_region(chapter: str, *, book: bool = False) -> str:
     questions = chapter_questions(chapter)
     if not questions:
         return ""
-    parts = [
+    intro = (
         (f"({chapter}-exercises)=\n" if book else "") + f"## Exercises\n\n{_summary(questions)}.\n\n"
         "* Write each function in its **answer cell**, replacing `raise NotImplementedError`; keep everything the "
         "function needs (helpers, imports) inside that cell.\n"
@@ -135,29 +144,84 @@ def student_region(chapter: str, *, book: bool = False) -> str:
         "process, with hidden test cases too, and without the book's reference functions.\n"
         "* Answer the written questions in the Markdown cell under each of them.\n"
         "* Each exercise gives its level (warm-up, core or challenge) and about how long it takes once the chapter "
-        "is read.",
-        _code_cell(setup_source(), [SETUP_TAG]),
-    ]
-    for q in questions:
-        head = f"{header(q)}\n\n{q.prompt}"
-        parts.append(
-            f"::::{{exercise}} {q.title}\n:label: {q.id}\n\n{head}\n::::" if book else f"### {q.title}\n\n{head}"
+        "is read."
+    )
+    return "\n\n".join([intro, _SETUP_CELL, *(p for q in questions for p in _question(q, teacher=False, book=book))])
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What :func:`sync_chapter` did to one file: ``"updated"``, ``"unchanged"``, ``"out of date"``, ``"no markers"``
+    or ``"error"``."""
+
+    path: str
+    status: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+
+
+def sync_text(text: str, chapter: str | None) -> str | None:
+    """The chapter text with its region rewritten for ``chapter``, or ``None`` if it has no markers.
+
+    Raises
+    ------
+    MarkerError
+        For malformed markers.
+    """
+    lines = text.splitlines(keepends=True)
+    found = markers(lines)
+    if found is None:
+        return None
+    region = teacher_region(chapter) if chapter else ""
+    middle = ["\n", region + "\n", "\n"] if region else []
+    return "".join([*lines[: found[0] + 1], *middle, *lines[found[1] :]])
+
+
+def sync_chapter(path: str | Path, *, check: bool = False) -> SyncResult:
+    """Rewrite the exercise region of one chapter file from the bank (``check``: only report whether it would change)."""
+    if not isinstance(path, (str, Path)) or not isinstance(check, bool):
+        raise TypeError(
+            f"path must be a str or Path and check a bool, got {type(path).__name__}, {type(check).__name__}"
         )
-        if isinstance(q, AutoQuestion):
-            parts += [
-                _code_cell(q.student_source(), [f"answer-{q.id}"]),
-                _code_cell(q.check_source(), [f"check-{q.id}"]),
-            ]
-        else:
-            parts.append(f'+++ {{"tags": ["written-{q.id}"]}}\n\n*Your answer here.*\n\n+++')  # its own cell
-    return "\n\n".join(parts)
+    path = Path(path)
+    chapter = chapter_of(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        new = sync_text(text, chapter)
+    except (OSError, MarkerError) as err:
+        return SyncResult(str(path), "error", str(err))
+    if new is None:
+        return SyncResult(str(path), "no markers", f"left untouched; add {BEGIN} and {END} lines to get exercises")
+    count = teacher_region(chapter).count("{exercise}") if chapter else 0
+    detail = f"{count} exercise(s) from the bank's {chapter}" if count else f"no questions in the bank for {chapter}"
+    if new == text:
+        return SyncResult(str(path), "unchanged", detail)
+    if check:
+        return SyncResult(str(path), "out of date", detail)
+    path.write_text(new, encoding="utf-8")
+    return SyncResult(str(path), "updated", detail)
+
+
+@dataclass(frozen=True, repr=False)
+class Table:
+    """Rows of cells under a header: the book's styled HTML table in a notebook, aligned text in a terminal."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+
+    def _repr_html_(self) -> str:
+        return html_table(self.rows, self.header)._repr_html_()
+
+    def __repr__(self) -> str:
+        cells = [self.header, *(tuple(map(str, r)) for r in self.rows)]
+        widths = [max(len(row[k]) for row in cells) for k in range(len(self.header))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
 
 def question_table() -> Table:
     """Every question of the bank: chapter, id, title, points, and the function to write (or "written")."""
-    rows = [
-        (chapter, q.id, q.title, q.points, f"{q.function}(...)" if isinstance(q, AutoQuestion) else "written")
-        for chapter, questions in CHAPTERS.items()
-        for q in questions
-    ]
-    return table(("chapter", "question", "title", "points", "answer"), rows)
+    rows = [(chapter, q.id, q.title, q.points, f"{q.function}(...)" if isinstance(q, AutoQuestion) else "written")
+            for chapter, questions in CHAPTERS.items() for q in questions]  # fmt: skip
+    return Table(("chapter", "question", "title", "points", "answer"), tuple(rows))

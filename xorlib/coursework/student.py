@@ -20,7 +20,7 @@ import nbformat
 from .bank import CHAPTERS, chapter_of, chapter_questions
 from .notebooks import METADATA_KEY
 from .questions import stub_source
-from .render import BEGIN, END, marker_lines, student_region
+from .render import MarkerError, markers, student_region
 
 __all__ = []  # xorlib.coursework exports student_notebooks
 
@@ -80,12 +80,12 @@ def strip_solutions(text: str) -> str:
 def student_text(text: str, chapter: str, *, book: bool = False) -> str:
     """A chapter's MyST text as the student sees it: its region rebuilt from the bank, every solution removed."""
     lines = text.splitlines()
-    begins, ends = marker_lines(lines, BEGIN), marker_lines(lines, END)
+    try:
+        found = markers(lines)
+    except MarkerError:
+        found = None
     region = student_region(chapter, book=book)
-    if len(begins) == 1 and len(ends) == 1 and begins[0] < ends[0]:
-        lines = [*lines[: begins[0]], region, *lines[ends[0] + 1 :]]
-    else:
-        lines = [*lines, "", region]
+    lines = [*lines[: found[0]], region, *lines[found[1] + 1 :]] if found else [*lines, "", region]
     return strip_solutions("\n".join(lines))
 
 
