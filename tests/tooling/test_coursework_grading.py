@@ -456,8 +456,8 @@ def test_a_linked_folder_is_reported_not_passed_over(tmp_path: Path) -> None:
 
 def test_a_chapter_named_in_the_notebooks_metadata_is_escaped_in_the_feedback_pages() -> None:
     """The chapter comes from the submission's own metadata when it names one: text to escape, like its file name."""
+    from xorlib.coursework.gradebook import html_page, markdown_page
     from xorlib.coursework.grading import GradeReport
-    from xorlib.coursework.pages import html_page, markdown_page
 
     report = GradeReport("a.ipynb", "ana", "<img src=x onerror=alert(1)>", (), "container", error="no questions")
     assert "<img" not in markdown_page("ana", [report]) and "<img" not in html_page("ana", [report])

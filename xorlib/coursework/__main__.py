@@ -18,8 +18,7 @@ from pathlib import Path
 from . import autograder_zip, grade_all, grade_notebook, student_notebooks
 from .autograder import run
 from .bank import CHAPTERS
-from .gradebook import MarksError
-from .pages import html_page, markdown_page
+from .gradebook import MarksError, html_page, markdown_page
 from .questions import AutoQuestion
 from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable

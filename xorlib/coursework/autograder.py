@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .bank import CHAPTERS, chapter_questions
+from .grading import gradescope_result
 from .questions import AutoQuestion
 
 __all__ = []  # xorlib.coursework exports autograder_zip
@@ -126,17 +127,17 @@ def run(root: Path) -> int:
     Whatever stops the grading, ``results.json`` is written: Gradescope shows a student nothing without it.
     """
     try:
-        return _grade(root)
+        result = _grade(root)
     except Exception as err:  # the type only: a message could carry a hidden case's inputs
-        result = {"score": 0, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-                  "output": f"Not graded: the grader stopped ({type(err).__name__}); your teacher can regrade it."}  # fmt: skip
-        (root / "results").mkdir(parents=True, exist_ok=True)
-        (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-        print(result["output"])
-        return 1
+        result = gradescope_result([], f"Not graded: the grader stopped ({type(err).__name__}); your teacher can "
+                                   "regrade it.")  # fmt: skip
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(result["output"])
+    return 0 if result["tests"] and "not graded" not in result["output"].lower() else 1
 
 
-def _grade(root: Path) -> int:
+def _grade(root: Path) -> dict:
     from .gradebook import find_submissions
     from .grading import grade_path, grading_settings
     from .sandbox import SandboxUnavailable
@@ -144,30 +145,24 @@ def _grade(root: Path) -> int:
     config = json.loads((root / "source" / "config.json").read_text())
     found, refused, _ = find_submissions(root / "submission", None)
     paths = sorted((p for ps in found.values() for p in ps), key=lambda p: p.lstat().st_mtime, reverse=True)
-    result = {"score": 0, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
     if not paths:
         why = "; ".join(f"{f}: {w}" for f, w in refused) or "no .ipynb or .md notebook"
-        result["output"] = f"Not graded: the submission holds no notebook that can be graded ({why})."
-    else:
-        private = [root / "source", root / "submission", root / "results"]
-        try:
-            grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
-                               False, config["points"], private)  # fmt: skip
-        except SandboxUnavailable as err:
-            result["output"] = f"Not graded: {err}"
-            (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-            print(result["output"])
-            return 1
-        report = grade_path(paths[0], "submission", grading)
-        if report.chapter not in (None, config["chapter"]):
-            result["output"] = f"Not graded: this assignment is {config['chapter']}, the notebook is {report.chapter}."
-        else:
-            result = report.gradescope()
-            if len(paths) > 1:
-                result["output"] += f"; {len(paths)} notebooks submitted: graded the latest, {paths[0].name}"
-        print(report)
-    (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+        return gradescope_result([], f"Not graded: the submission holds no notebook that can be graded ({why}).")
+    private = [root / "source", root / "submission", root / "results"]
+    try:
+        grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
+                                   False, config["points"], private)  # fmt: skip
+    except SandboxUnavailable as err:
+        return gradescope_result([], f"Not graded: {err}")
+    report = grade_path(paths[0], "submission", grading)
+    print(report)
     import xorlib
 
     print(f"xorlib from {Path(xorlib.__file__).parent}")
-    return 0 if result["tests"] and "Not graded" not in result["output"] and "not graded" not in result["output"] else 1
+    if report.chapter not in (None, config["chapter"]):
+        return gradescope_result([], f"Not graded: this assignment is {config['chapter']}, the notebook is "
+                                 f"{report.chapter}.")  # fmt: skip
+    result = report.gradescope()
+    if len(paths) > 1:
+        result["output"] += f"; {len(paths)} notebooks submitted: graded the latest, {paths[0].name}"
+    return result

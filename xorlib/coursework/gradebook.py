@@ -12,11 +12,15 @@ graded, and the gradebook says which. :meth:`ClassReport.write` writes into ``OU
 ``similarity.md``               the pairs of similar answers and the matches with the book's solutions;
 ``written_marks_template.csv``  a sheet for the written questions (fill it in, pass it back with ``--marks``);
 ``reports/<id>.json``           the reports themselves, for ``--only ID`` to regrade one student.
+
+A feedback page (:func:`html_page`, :func:`markdown_page`) escapes every text (it may quote the student's own code);
+a hidden case appears only by its description and a fixed diagnosis, as in the report.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
@@ -30,9 +34,8 @@ from pathlib import Path
 
 from ..report import html_table
 from .bank import CHAPTERS, chapter_questions, get_question
-from .grading import GradeReport, Grading, grade_path
+from .grading import GradeReport, Grading, grade_path, gradescope_result
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
-from .pages import html_page, markdown_page
 from .questions import AutoQuestion, WrittenQuestion
 from .similarity import THRESHOLD, Similarity, compare_class
 
@@ -304,10 +307,9 @@ class ClassReport:
                 tests.append({"name": f"{q.id} {q.title} (written)", "score": self.marks[student][q.id],
                               "max_score": self.config.points_of(q), "visibility": "visible",
                               "output": "Marked by your teacher against the rubric."})  # fmt: skip
-        return {"score": sum(t["score"] for t in tests), "execution_time": round(sum(r.seconds for r in reports), 2),
-                "output": "; ".join(f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports)
-                or "no submission", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
-                "extra_data": {"student": student}}  # fmt: skip
+        output = "; ".join(f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports)
+        return gradescope_result(tests, output or "no submission", sum(r.seconds for r in reports),
+                                 extra_data={"student": student})  # fmt: skip
 
     def write(self, out: str | Path) -> list[Path]:
         """Write everything listed in the module's docstring into ``out``; return the paths."""
@@ -383,3 +385,55 @@ def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, conf
     similarity = compare_class(answers, questions, config.threshold)
     return ClassReport(tuple(reports), marks or {}, roster or {}, config, tuple(refused), similarity,
                        time.monotonic() - start)  # fmt: skip
+
+
+_STYLE = """body{font:16px/1.5 system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:1.6rem}pre{background:#f5f5f5;padding:.8rem;overflow-x:auto;
+white-space:pre-wrap}.passed{color:#1a7f37}.lost{color:#b35900}table{border-collapse:collapse}td,th{padding:.2rem .6rem;
+border-bottom:1px solid #ddd;text-align:left}"""
+
+
+def html_page(student: str, reports: list[GradeReport]) -> str:
+    """The feedback of ``student`` (all their graded notebooks) as one HTML page."""
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {e(student)}</title>"
+             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{_STYLE}</style></head><body>",
+             f"<h1>Feedback for {e(student)}</h1>"]  # fmt: skip
+    for r in reports:
+        parts.append(f"<p><b>{e(Path(r.notebook).name)}</b> ({e(r.chapter or 'unknown chapter')}): "
+                     f"<b>{r.score}/{r.max_score}</b> points. Sandbox: {e(r.tier)}.</p>")  # fmt: skip
+        if r.error:
+            parts.append(f"<p class='lost'>Not graded: {e(r.error)}</p>")
+        rows = "".join(f"<tr><td>{e(q.id)}</td><td>{e(q.title)}</td><td>{q.score}/{q.points}</td>"
+                       f"<td class='{'passed' if q.status == 'passed' else 'lost'}'>{e(q.status)}</td></tr>"
+                       for q in r.questions)  # fmt: skip
+        parts.append(f"<table><tr><th>question</th><th>title</th><th>points</th><th>status</th></tr>{rows}</table>")
+        for q in r.questions:
+            parts.append(f"<h2>{e(q.id)}: {e(q.title)} ({q.score}/{q.points})</h2><pre>{e(q.feedback)}</pre>")
+    if not reports:
+        parts.append("<p>No submission was graded.</p>")
+    return "\n".join([*parts, "</body></html>"]) + "\n"
+
+
+def _fence(text: str) -> str:
+    ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def markdown_page(student: str, reports: list[GradeReport]) -> str:
+    """The same page in Markdown (the feedback in fences longer than any run of backticks it holds)."""
+
+    def plain(text: str) -> str:  # no Markdown or HTML from a student's file name
+        return html.escape(text).replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("`", "\\`")
+
+    lines = [f"# Feedback for {plain(student)}", ""] + ([] if reports else ["No submission was graded."])
+    for r in reports:
+        lines += [f"**{plain(Path(r.notebook).name)}** ({plain(r.chapter or 'unknown chapter')}): "
+                  f"**{r.score}/{r.max_score}** points. Sandbox: {r.tier}.", ""]  # fmt: skip
+        lines += [f"Not graded: {plain(r.error)}", ""] if r.error else []
+        lines += ["| question | points | status |", "| --- | --- | --- |"]
+        lines += [f"| {q.id} {plain(q.title)} | {q.score}/{q.points} | {q.status} |" for q in r.questions]
+        for q in r.questions:
+            lines += ["", f"## {q.id}: {plain(q.title)} ({q.score}/{q.points})", "", _fence(q.feedback)]
+        lines.append("")
+    return "\n".join(lines) + "\n"

@@ -110,8 +110,13 @@ class GradeReport:
                   "visibility": "visible", "status": "passed" if q.score == q.points else "failed"}
                  for q in self.questions]  # fmt: skip
         summary = f"not graded: {self.error}" if self.error else f"{self.score}/{self.max_score} points"
-        return {"score": self.score, "execution_time": round(self.seconds, 2), "visibility": "visible",
-                "output": f"{summary} (sandbox: {self.tier})", "stdout_visibility": "hidden", "tests": tests}  # fmt: skip
+        return gradescope_result(tests, f"{summary} (sandbox: {self.tier})", self.seconds)
+
+
+def gradescope_result(tests: list[dict], output: str, seconds: float = 0.0, **extra: object) -> dict:
+    """Gradescope's ``results.json``: the tests' total score, visible to the student; stdout hidden."""
+    return {"score": sum(t["score"] for t in tests), "execution_time": round(seconds, 2), "visibility": "visible",
+            "output": output, "stdout_visibility": "hidden", "tests": tests, **extra}  # fmt: skip
 
 
 @dataclass(frozen=True)
