@@ -1,25 +1,5 @@
-r"""What a question is: an auto-graded function to write, or a written answer with a rubric.
-
-An :class:`AutoQuestion` holds everything the grader needs, and none of it
-comes from a submission:
-
-* the teacher's ``solution``, a function of the bank module whose body sits
-  between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` (the markers of nbgrader
-  and otter-grader); its source is the answer cell of the book, and the same
-  source with the body replaced by ``raise NotImplementedError`` is the
-  student's;
-* the ``reference``, computed in the grader's process (from :mod:`xorlib`'s
-  core or written in the bank), never shipped to the student's process;
-* ``public`` cases, which the student-facing :func:`~xorlib.coursework.check`
-  runs, and ``hidden`` cases, drawn from a seed at grading time only;
-* tolerances and known mistakes, for a diagnosis instead of a bare "wrong".
-
-A :class:`WrittenQuestion` holds a prompt, a model answer and a rubric; the
-teacher's marks for it come from a CSV file (:mod:`~xorlib.coursework.gradebook`).
-
-Both kinds carry a ``level`` (one of :data:`LEVELS`) and ``minutes``, the time a
-student who has read the chapter should expect to spend (:data:`MINUTES`); the
-book shows both in the exercise's header.
+r"""What a question is: an auto-graded function to write (:class:`AutoQuestion`: everything the grader needs, none
+of it from a submission), or a written answer marked by the teacher against a rubric (:class:`WrittenQuestion`).
 """
 
 from __future__ import annotations
@@ -97,40 +77,31 @@ class AutoQuestion:
     title, points, prompt
         What the book shows (the prompt is Markdown with :math:`\LaTeX`).
     level, minutes
-        The difficulty, one of :data:`LEVELS`, and the estimated time in minutes for a student who has read the
-        chapter (an int in :data:`MINUTES`); the exercise's header shows both.
+        The difficulty, one of :data:`LEVELS`, and the minutes a student who has read the chapter should expect
+        to spend (an int in :data:`MINUTES`); the exercise's header shows both.
     solution
-        The teacher's solution, a top-level function of the bank module with a
-        docstring and a ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` body. Its
-        name is the function the student writes.
+        The teacher's solution, a top-level function of the bank module whose body sits between ``# BEGIN
+        SOLUTION`` and ``# END SOLUTION`` (nbgrader's and otter-grader's markers): its source is the book's answer
+        cell, and with the body replaced by :data:`STUB` the student's. Its name is the function the student writes.
     reference
-        Computes the expected output from the same arguments, in the grader.
+        Computes the expected output from the same arguments, in the grader's process only.
     public, hidden
-        ``public()`` and ``hidden(seed)`` return the test cases. Only the
-        public ones appear in the student's feedback; the hidden ones are drawn
-        from the teacher's seed when grading.
+        ``public()`` and ``hidden(seed)`` return the test cases; only public ones appear in the feedback, hidden
+        ones are drawn from the teacher's seed when grading.
     outputs
         Names of the returned values, e.g. ``("weights", "z")`` for a pair.
     imports
         Lines placed above the function in the answer cell (helpers an answer may use).
-    mistakes
-        Known mistakes, recognised by their outputs.
-    hint
-        A line shown with every failure.
+    mistakes, diagnose, hint, nan_hint
+        Known mistakes, recognised by their outputs; an optional ``diagnose(args, got, expected) -> str | None``
+        tried when none matches; a line shown with every failure; what to say about NaN or infinite entries.
     rtol, atol
         Tolerances of :func:`numpy.allclose`; ``atol`` is scaled by the largest expected magnitude (at least 1).
     forbidden
-        The xorlib names that would answer the question; the grading build
-        leaves them out, and the report says so when an answer reaches for one.
-    diagnose
-        Optional extra diagnosis ``diagnose(args, got, expected) -> str | None``
-        (arrays of the outputs), tried when no known mistake matches.
-    nan_hint
-        What to say when the answer has NaN or infinite entries.
+        The xorlib names that would answer the question: the grading build leaves them out.
     autograd
-        ``False`` where the prompt asks for the computation without autograd: the
-        answer's cases then run with autograd disabled, and an answer cell that
-        names it scores 0.
+        ``False`` where the prompt asks for the computation without autograd: the cases then run with autograd
+        disabled, and an answer cell that names it scores 0.
     """
 
     id: str
@@ -268,7 +239,6 @@ def check_question(question: Question, chapter: str) -> None:
         raise ValueError(f"question {question.id}: ids of auto-graded questions use 'q', written ones 'w'")
     if question.points <= 0:
         raise ValueError(f"question {question.id} must be worth a positive number of points")
-    check_effort(question.id, question.level, question.minutes)
     if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
         raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
     if isinstance(question, AutoQuestion) and ("without autograd" in question.prompt) == question.autograd:

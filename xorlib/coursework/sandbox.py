@@ -1,21 +1,18 @@
 """Where answers run: a bubblewrap sandbox, or the container itself, and the grader's side of the conversation.
 
-The grader never runs student code in its own process. Each submission gets a fresh runner process
-(:mod:`~xorlib.coursework._runner`) in the best tier this machine offers, and every report names it:
+Each submission gets a fresh runner process (:mod:`~xorlib.coursework._runner`) in the best tier this machine
+offers, and every report names it (:meth:`Tier.describe`):
 
 ``bwrap``
     `bubblewrap <https://github.com/containers/bubblewrap>`_ (Flatpak's sandbox): new PID, network, IPC, UTS and
-    mount namespaces (``--unshare-*``, ``--die-with-parent``, ``--new-session``); the root is an empty tmpfs
-    holding read-only binds of ``/usr``, the interpreter, its ``site-packages`` (with any installed ``xorlib``
-    covered) and the grading build, a fresh ``/proc`` and ``/dev``, and a size-limited ``/tmp``. Run as root,
-    bubblewrap keeps only ``CAP_SETUID``/``CAP_SETGID``, with which the runner drops to a fresh uid before
-    anything else; otherwise bubblewrap runs in a user namespace as the grader's own user.
+    mount namespaces; the root an empty tmpfs with read-only binds of ``/usr``, the interpreter, its
+    ``site-packages`` (any installed ``xorlib`` covered) and the grading build, and a size-limited ``/tmp``. As
+    root, the runner keeps only ``CAP_SETUID``/``CAP_SETGID`` and drops to a fresh uid before anything else;
+    otherwise it runs in a user namespace as the grader's own user.
 ``container``
-    Where bubblewrap cannot run (a container without user namespaces: a default Docker container, Gradescope),
-    the container is the sandbox: the runner is started as a fresh unprivileged uid, in its own session and
-    process group, with the same limits. The grader refuses this tier unless that uid can read none of the
-    teacher's files (the package with the solutions, the submissions, the outputs) and the hidden seed is on no
-    command line (``/proc/*/cmdline`` is world-readable).
+    Where bubblewrap cannot run (a default Docker container, Gradescope), the container is the sandbox: the
+    runner runs as a fresh unprivileged uid, in its own session, with the same limits, and only if that uid can
+    read none of the teacher's files and the hidden seed is on no command line (:func:`check_private`).
 ``unsandboxed``
     The grader's own user in a separate process: only for code the caller trusts (``trusted=True``).
 
@@ -48,7 +45,6 @@ __all__ = []  # internal to xorlib.coursework
 
 #: The sandbox choices of the command line and of :func:`~xorlib.coursework.grade_all`.
 SANDBOXES = ("auto", "bwrap", "container", "unsandboxed")
-_HERE = Path(__file__).resolve().parent
 _UID_BASE = 2_000_000_000
 
 
@@ -105,13 +101,9 @@ class Tier:
 
     def describe(self) -> str:
         """What every report says about the isolation."""
-        if self.name == "bwrap":
-            return "bubblewrap: namespaces, " + (
-                "a fresh uid" if self.fresh_uid else "a user namespace of the grader's user"
-            )
-        if self.name == "container":
-            return "container: a fresh uid, no namespaces"
-        return "unsandboxed: the grader's own user (trusted code only)"
+        uid = "a fresh uid" if self.fresh_uid else "a user namespace of the grader's user"
+        return {"bwrap": f"bubblewrap: namespaces, {uid}", "container": "container: a fresh uid, no namespaces",
+                "unsandboxed": "unsandboxed: the grader's own user (trusted code only)"}[self.name]  # fmt: skip
 
 
 def site_dirs() -> list[str]:
@@ -166,31 +158,25 @@ def _environment(home: str) -> dict[str, str]:
 _uid_lock, _uid_counter = threading.Lock(), itertools.count()
 
 
+def _owners() -> list[int]:
+    """The uid of every process of the machine."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            found += [os.stat(f"/proc/{entry}").st_uid] if entry.isdigit() else []
+        except OSError:  # it ended meanwhile
+            continue
+    return found
+
+
 def _fresh_uid() -> int:
     """A uid no process has, from a range of this grader's own (its pid picks the range)."""
     with _uid_lock:
-        busy = set()
-        for entry in os.listdir("/proc"):
-            try:
-                busy.add(os.stat(f"/proc/{entry}").st_uid) if entry.isdigit() else None
-            except OSError:
-                continue
+        busy = set(_owners())
         while True:
             uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
             if uid not in busy:
                 return uid
-
-
-def _own_processes() -> int:
-    uid = os.getuid()
-    return sum(1 for e in os.listdir("/proc") if e.isdigit() and _owner(e) == uid)
-
-
-def _owner(pid: str) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
 
 
 class Session:
@@ -205,20 +191,15 @@ class Session:
         self.uid = _fresh_uid() if tier.fresh_uid else None
         self.workdir, self.stderr, self.buffer = None, b"", b""
         options: dict = {}
-        path = ["/grader", *site_dirs()]
         if tier.name == "bwrap":
-            argv = _bwrap_argv(self.uid, build, limits)
-            drop = self.uid
+            argv, drop, path = _bwrap_argv(self.uid, build, limits), self.uid, ["/grader", *site_dirs()]
         else:
             self.workdir = tempfile.mkdtemp(prefix="xorlib-answers-")
             if self.uid is not None:
                 os.chown(self.workdir, self.uid, self.uid)
                 options = {"user": self.uid, "group": self.uid, "extra_groups": []}
-            argv, drop, path = (
-                [os.path.realpath(sys.executable), "-I", "-S", f"{build}/_runner.py"],
-                None,
-                [build, *path[1:]],
-            )
+            argv = [os.path.realpath(sys.executable), "-I", "-S", f"{build}/_runner.py"]
+            drop, path = None, [build, *site_dirs()]
             options.update(cwd=self.workdir, env=_environment(self.workdir))
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -227,7 +208,7 @@ class Session:
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             raise
-        extra = _own_processes() if self.uid is None else 0  # the grader's own user: NPROC counts its processes too
+        extra = _owners().count(os.getuid()) if self.uid is None else 0  # NPROC counts the grader's own processes
         start = {"op": "start", "uid": drop, "limits": limits.rlimits(extra), "path": path, "setup": setup,
                  "readable": list(readable)}  # fmt: skip
         try:
@@ -271,7 +252,7 @@ class Session:
         os.set_blocking(fd, False)
         while data:
             if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
-                raise Stopped(self._timeout())
+                raise Stopped("it ran past its time limit")
             try:
                 data = data[os.write(fd, data) :]
             except (BrokenPipeError, BlockingIOError) as err:
@@ -284,7 +265,7 @@ class Session:
             remaining = deadline - time.monotonic()
             ready = select.select([out, err], [], [], max(0.0, remaining))[0] if remaining > 0 else []
             if not ready:
-                raise Stopped(self._timeout())
+                raise Stopped("it ran past its time limit")
             if err in ready:
                 chunk = os.read(err, 1 << 16)
                 self.stderr = (self.stderr + chunk)[-4096:]
@@ -297,9 +278,6 @@ class Session:
                     raise Stopped(f"it sent more than {self.limits.reply_mb} MB back")
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line
-
-    def _timeout(self) -> str:
-        return "it ran past its time limit"
 
     def _ended(self) -> str:
         """The runner's end, as the grader observes it (its exit status, without reaping it)."""
@@ -369,15 +347,11 @@ _probe_lock = threading.Lock()
 @functools.cache
 def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
     """The tiers that work here ``{name: tier}``, and why the others do not (probed once per process)."""
-    candidates = [Tier("bwrap", True), Tier("bwrap", False)] if euid == 0 else [Tier("bwrap", False)]
-    if euid == 0:
-        candidates.append(Tier("container", True))
+    candidates = [Tier("bwrap", True), Tier("bwrap", False), Tier("container", True)] if euid == 0 else [
+        Tier("bwrap", False)]  # fmt: skip
     working, failures = {}, {}
-    for tier in candidates:
-        if tier.name in working:
-            continue
-        problem = _probe(tier, build)
-        if problem is None:
+    for tier in (t for t in candidates if t.name not in working):
+        if (problem := _probe(tier, build)) is None:
             working[tier.name] = tier
         else:
             failures.setdefault(tier.name, problem)
