@@ -12,9 +12,8 @@ import torch
 
 from xorlib.certify import worst_case_loss
 from xorlib.coursework import CheckFailure, check
-from xorlib.coursework._compare import as_outputs, judge
 from xorlib.coursework.bank import CHAPTERS, chapter_questions, get_question
-from xorlib.coursework.feedback import expected_outputs, run_case
+from xorlib.coursework.feedback import as_outputs, expected_outputs, judge, run_case
 from xorlib.coursework.questions import LEVELS, AutoQuestion, Case, WrittenQuestion, check_question, stub_source
 from xorlib.empirical import empirical
 from xorlib.model import ModelConfig

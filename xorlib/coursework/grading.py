@@ -23,10 +23,9 @@ import numpy as np
 from ..report import html_table
 from . import _wire
 from ._build import grading_build
-from ._compare import ReturnError, as_outputs, judge
 from .bank import chapter_questions, get_question
 from .bank._common import SETUP
-from .feedback import autograd_used, expected_outputs
+from .feedback import ReturnError, as_outputs, autograd_used, expected_outputs, judge
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case
 from .sandbox import SANDBOXES, Limits, Session, Stopped, Tier, check_private, choose_tier, site_dirs
