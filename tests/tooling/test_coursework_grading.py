@@ -388,6 +388,20 @@ def test_the_seed_rules_and_every_usage_error_get_a_message_not_a_traceback(tmp_
     assert "seed 0 is public" in capsys.readouterr().err
 
 
+def test_a_seed_on_the_command_line_is_refused(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every process can read /proc/*/cmdline, so there is no --seed; nor is --seed taken as short for --seed-file."""
+    path = write(submission(answers()), tmp_path / "solo.ipynb")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "5").write_text("5\n")  # what an abbreviated --seed-file would read
+    for argv in (["grade", str(path), "--seed", "5"], ["grade-all", str(tmp_path), "--seed=5"],
+                 ["autograder", "02", "--seed", "5", "--out", str(tmp_path / "a.zip")]):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and "unrecognized arguments: --seed" in err, err
+    assert not (tmp_path / "a.zip").exists()
+
+
 def test_grade_command_writes_gradescope_results_and_feedback_pages(tmp_path: Path, capsys) -> None:
     _tier()
     path = write(submission(answers(ch02_q3=Q3.student_source())), tmp_path / "solo.ipynb")

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -270,9 +270,37 @@ def test_closing_a_container_session_bears_files_that_vanish_from_tmp(tmp_path: 
 
 
 def test_probes_of_concurrent_workers_do_not_collide() -> None:
-    """Both workers used to probe at once with one uid, and one probe killed the other: uids are now fresh."""
-    from xorlib.coursework.sandbox import _fresh_uid
+    """Both workers used to probe at once with one uid, and one probe killed the other: each session now runs as a
+    uid no process had, its own, and closing one (the container tier's kill(-1) as its uid) leaves the others up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xorlib.coursework.sandbox import Limits, Session, _fresh_uid
 
     uids = [_fresh_uid() for _ in range(50)]
     assert len(set(uids)) == 50 and all(u >= 2_000_000_000 for u in uids)
-    assert time.monotonic() > 0
+    try:
+        tier = choose_tier("auto", grading_build())
+    except SandboxUnavailable as err:
+        pytest.skip(f"no sandbox tier here: {err}")
+    if not tier.fresh_uid:
+        pytest.skip("fresh uids are root's")
+    opened, closed = threading.Barrier(4), threading.Barrier(4)
+    cell = {"op": "cell", "q": "ch02-q1", "code": "def f():\n    return 1\n", "function": "f"}
+
+    def worker(k: int) -> tuple[object, int | None, bool | None]:  # a session lives in its thread (--die-with-parent)
+        session = Session(tier, Limits(setup_s=120), grading_build(), "")
+        try:
+            opened.wait(timeout=300)  # all four are up at once
+            if k == 0:
+                session.close()
+            closed.wait(timeout=300)
+            answered = None if k == 0 else session.ask(cell, 60).get("defined")
+            return session.started.get("uid"), session.uid, answered
+        finally:
+            session.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(worker, range(4)))
+    seen = [uid for uid, _, _ in results]
+    assert seen == [uid for _, uid, _ in results] and len(set(seen)) == 4 and not set(seen) & set(uids), results
+    assert [answered for _, _, answered in results] == [None, True, True, True], results

@@ -15,11 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import autograder_zip, grade_all, grade_notebook, student_notebooks
+from . import autograder_zip, grade_all, grade_notebook, question_table, student_notebooks
 from .autograder import run
-from .bank import CHAPTERS
 from .gradebook import MarksError, html_page, markdown_page
-from .questions import AutoQuestion
 from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable
 
@@ -52,16 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     student.add_argument("--out", type=Path, default=Path("student"))
     commands.add_parser("list", help="list the questions of the bank")
     for name, help_text in (("grade", "grade one notebook"), ("grade-all", "grade a folder of submissions")):
-        command = commands.add_parser(name, help=help_text)
+        command = commands.add_parser(name, help=help_text, allow_abbrev=False)  # --seed is no --seed-file
         command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
         command.add_argument("--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED)")
         command.add_argument("--practice", action="store_true", help="allow the public seed 0 (formative work)")
         command.add_argument("--config", type=Path, help="a .toml/.json file: points, weights, similarity_threshold")
         command.add_argument("--sandbox", choices=SANDBOXES[:3], default="auto")
         command.add_argument("--cell-timeout", type=_positive(float, 3600), default=30.0, help="seconds per question")
-        command.add_argument(
-            "--total-timeout", type=_positive(float, 86400), default=600.0, help="seconds per notebook"
-        )
+        command.add_argument("--total-timeout", type=_positive(float, 86400), default=600.0, help="per notebook")
         command.add_argument("--memory-mb", type=_positive(int, 10**6), default=4096, help="address-space limit")
     grade = commands.choices["grade"]
     grade.add_argument("--results", type=Path, help="write Gradescope's results.json here")
@@ -72,12 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     every.add_argument("--marks", type=Path, help="CSV of marks for written questions")
     every.add_argument("--only", help="regrade this student only (the others' grades stay as in --out)")
     every.add_argument("--workers", type=_positive(int, 64), default=2)
-    zip_ = commands.add_parser("autograder", help="write a Gradescope autograder zip for a chapter")
+    zip_ = commands.add_parser("autograder", help="write a Gradescope autograder zip for a chapter", allow_abbrev=False)
     zip_.add_argument("chapter", help="ch02, 02 or 2")
     zip_.add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
-    zip_.add_argument(
-        "--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED, else random)"
-    )
+    zip_.add_argument("--seed-file", type=Path, help="the private seed's file (else $XORLIB_HIDDEN_SEED, else random)")
     zip_.add_argument("--practice", action="store_true")
     zip_.add_argument("--config", type=Path)
     scope = commands.add_parser("gradescope", help="inside Gradescope: grade /autograder/submission")
@@ -103,10 +97,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print("\n".join(student_notebooks(args.chapters, args.out)))
         return 0
     if args.command == "list":
-        for q in (q for qs in CHAPTERS.values() for q in qs):
-            print(
-                f"{q.id}  {q.points:>2} pts  {q.title}  [{f'def {q.signature}' if isinstance(q, AutoQuestion) else 'written'}]"
-            )
+        print(question_table())
         return 0
     if args.command == "gradescope":
         return run(args.root)
@@ -114,15 +105,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         out = args.out or Path(f"autograder-ch{args.chapter.removeprefix('ch').zfill(2)}.zip")
         seed = _seed(args, parser)
         path = autograder_zip(args.chapter, out, seed=seed, practice=args.practice, config=args.config)
-        print(
-            f"wrote {path}"
-            + ("" if seed is not None or args.practice else " (hidden seed drawn at random, kept in it)")
-        )
+        print(f"wrote {path}" + ("" if seed is not None or args.practice else " (hidden seed drawn at random, in it)"))
         return 0
     limits = Limits(cell_s=args.cell_timeout, total_s=args.total_timeout, memory_mb=args.memory_mb)
-    options = dict(
-        seed=_seed(args, parser), practice=args.practice, config=args.config, limits=limits, sandbox=args.sandbox
-    )
+    options = {"seed": _seed(args, parser), "practice": args.practice, "config": args.config, "limits": limits,
+               "sandbox": args.sandbox}  # fmt: skip
     if args.command == "grade":
         report = grade_notebook(args.path, **options)
         print(report)
