@@ -27,13 +27,14 @@ import math
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..report import html_table
-from .bank import CHAPTERS, chapter_questions, get_question
+from .bank import CHAPTERS, chapter_questions
 from .grading import GradeReport, Grading, grade_path, gradescope_result
 from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, WrittenQuestion
@@ -69,33 +70,25 @@ class Config:
         if path is None:
             return cls()
         path = Path(path)
-        if path.suffix == ".toml":
-            try:
-                import tomllib
-            except ImportError:  # Python 3.10
-                raise MarksError(
-                    f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json"
-                ) from None
-            parse = tomllib.loads
-        else:
-            parse = json.loads
         try:
-            data = parse(path.read_text(encoding="utf-8"))
+            if path.suffix == ".toml":
+                import tomllib
+            data = (tomllib.loads if path.suffix == ".toml" else json.loads)(path.read_text(encoding="utf-8"))
+        except ImportError:  # Python 3.10
+            raise MarksError(f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json") from None
         except ValueError as err:  # TOMLDecodeError and JSONDecodeError are ValueErrors
             raise MarksError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({err})") from None
         if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("points", "weights")):
             raise MarksError(f"{path}: expected a table of settings, with points and weights as tables")
-        unknown = set(data) - {"points", "weights", "similarity_threshold"}
-        if unknown:
+        if unknown := set(data) - {"points", "weights", "similarity_threshold"}:
             raise MarksError(
                 f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; use points, weights, similarity_threshold"
             )
         points, weights = dict(data.get("points", {})), dict(data.get("weights", {}))
+        known = {q.id for qs in CHAPTERS.values() for q in qs}
         for qid, value in points.items():
-            try:
-                get_question(qid)
-            except KeyError:
-                raise MarksError(f"{path}: points names an unknown question {qid!r}") from None
+            if qid not in known:
+                raise MarksError(f"{path}: points names an unknown question {qid!r}")
             if type(value) is not int or not 0 < value <= 1000:
                 raise MarksError(f"{path}: points.{qid} must be an integer in [1, 1000], got {value!r}")
         for chapter, value in weights.items():
@@ -174,7 +167,7 @@ def _stem_student(relative: Path) -> str:
 
 
 def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None) -> tuple[dict, list, list]:
-    """``({(student, chapter): [files, newest first]}, [(file, why not graded)], [notes])``."""
+    """``({(student, chapter): [files, newest first]}, [(file, why not graded)], {student: [notes]})``."""
     by_student: dict[tuple[str, str | None], list[Path]] = {}
     refused: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(folder):  # os.walk never follows a link to a folder
@@ -207,13 +200,13 @@ def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None)
             except NotebookError:
                 chapter = None  # graded anyway, so that the report says why it is unreadable
             by_student.setdefault((student, chapter), []).append(path)
-    notes = []
+    notes: dict[str, list[str]] = {}
     for (student, chapter), paths in by_student.items():
         paths.sort(key=lambda p: (p.lstat().st_mtime, str(p)), reverse=True)
         if len(paths) > 1:
             stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(paths[0].lstat().st_mtime))
-            notes.append((student, f"{len(paths)} files for {chapter}: graded the latest, {paths[0].name} ({stamp}); "
-                                   f"not graded: {', '.join(p.name for p in paths[1:])}"))  # fmt: skip
+            notes.setdefault(student, []).append(f"{len(paths)} files for {chapter}: graded the latest, {paths[0].name} "
+                                                 f"({stamp}); not graded: {', '.join(p.name for p in paths[1:])}")  # fmt: skip
     return by_student, refused, notes
 
 
@@ -250,26 +243,20 @@ class ClassReport:
         written = self.marks.get(student, {})
         name, email = self.roster.get(student, ("", ""))
         row: dict[str, object] = {"student": student, "name": name, "email": email}
-        earned: dict[str, float] = {}
-        possible: dict[str, float] = {}
+        earned, possible = Counter(), Counter()
         for q in self.columns():
             value = scores.get(q.id) if isinstance(q, AutoQuestion) else written.get(q.id)
             row[q.id] = "" if value is None else f"{value:g}"
-            earned[q.chapter] = earned.get(q.chapter, 0.0) + (value or 0)
-            possible[q.chapter] = possible.get(q.chapter, 0.0) + self.config.points_of(q)
+            earned[q.chapter] += value or 0
+            possible[q.chapter] += self.config.points_of(q)
         auto = sum(scores.values())
         weight = {c: self.config.weights.get(c, 1.0) for c in possible}
         top = sum(weight[c] * possible[c] for c in possible)
         grade = 100 * sum(weight[c] * earned[c] for c in possible) / top if top else 0.0
-        notes = [n for r in reports for n in r.notes] + [
-            f"{Path(r.notebook).name}: not graded: {r.error}" for r in reports if r.error
-        ]
-        notes += [
-            f"{q.id}: {q.status}"
-            for r in reports
-            for q in r.questions
-            if q.status not in ("passed", "failed", "not implemented")
-        ]
+        notes = [n for r in reports for n in r.notes]
+        notes += [f"{Path(r.notebook).name}: not graded: {r.error}" for r in reports if r.error]
+        notes += [f"{q.id}: {q.status}" for r in reports for q in r.questions
+                  if q.status not in ("passed", "failed", "not implemented")]  # fmt: skip
         notes += self.similarity.notes(student) if self.similarity else []
         notes += [] if reports else ["no submission"]
         row.update(auto=f"{auto:g}", written=f"{sum(written.values()):g}", total=f"{auto + sum(written.values()):g}",
@@ -365,10 +352,7 @@ def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, conf
         raise ValueError(f"only: no submission of a student {only!r} in {folder}")
     with ThreadPoolExecutor(max_workers=workers) as pool:
         reports = list(pool.map(lambda sp: grade_path(sp[1], sp[0], grading), todo))
-    extra = {}
-    for student, note in notes:
-        extra.setdefault(student, []).append(note)
-    reports = [replace(r, notes=(*r.notes, *extra.get(r.student, ()))) for r in reports]
+    reports = [replace(r, notes=(*r.notes, *notes.get(r.student, ()))) for r in reports]
     if only is not None:
         reports = [r for r in previous if r.student != only] + reports
         refused = [(f, w) for f, w in refused if only in f]
@@ -379,7 +363,7 @@ def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, conf
         except NotebookError:
             continue
         answers.setdefault(student, {}).update(
-            {q: spot.answer_code for q, spot in found.items() if spot.answer_index is not None}
+            {q: s.answer_code for q, s in found.items() if s.answer_index is not None}
         )
     questions = [q for c in sorted({c for _, c in chosen if c}) for q in chapter_questions(c, AutoQuestion)]
     similarity = compare_class(answers, questions, config.threshold)
