@@ -57,31 +57,6 @@ def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *l
     return Case(description, (queries, codes(d, m, kind, "ch02-q1", *labels), pair(d, "ch02-q1", *labels)), d=d)
 
 
-def _gradient_mistakes() -> tuple[Mistake, ...]:
-    return (
-        Mistake(
-            "wrong sign: this is minus the gradient (the direction of steepest descent).",
-            lambda q, p, pr: -_gradient_reference(q, p, pr),
-        ),
-        Mistake(
-            "missing softmax centring: the softmax Jacobian gives alpha * (g - <alpha, g>), you computed alpha * g.",
-            lambda q, p, pr: gradient_mistakes(q, p, pr, 1.0, 2.0)[0],
-        ),
-        Mistake(
-            "forgotten label term: the term -c1 (delta_{j,u} b_v + delta_{j,v} b_u), from E[y z1 z2], is missing.",
-            lambda q, p, pr: gradient_mistakes(q, p, pr, 1.0, 2.0)[1],
-        ),
-        Mistake(
-            "you used the split model's readout (c0 = 0, c1 = 1); the tied model has f = 1 - 2 z1 z2.",
-            lambda q, p, pr: (
-                population(
-                    ModelConfig(p.shape[0], "split", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p
-                ).gradient
-            ),
-        ),
-    )
-
-
 TIED_GRADIENT = AutoQuestion(
     id="ch02-q1",
     title="The exact population gradient of the tied model",
@@ -110,7 +85,28 @@ TIED_GRADIENT = AutoQuestion(
         ("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f"),
     ),
     outputs=("the gradient",),
-    mistakes=_gradient_mistakes(),
+    mistakes=(
+        Mistake(
+            "wrong sign: this is minus the gradient (the direction of steepest descent).",
+            lambda q, p, pr: -_gradient_reference(q, p, pr),
+        ),
+        Mistake(
+            "missing softmax centring: the softmax Jacobian gives alpha * (g - <alpha, g>), you computed alpha * g.",
+            lambda q, p, pr: gradient_mistakes(q, p, pr, 1.0, 2.0)[0],
+        ),
+        Mistake(
+            "forgotten label term: the term -c1 (delta_{j,u} b_v + delta_{j,v} b_u), from E[y z1 z2], is missing.",
+            lambda q, p, pr: gradient_mistakes(q, p, pr, 1.0, 2.0)[1],
+        ),
+        Mistake(
+            "you used the split model's readout (c0 = 0, c1 = 1); the tied model has f = 1 - 2 z1 z2.",
+            lambda q, p, pr: (
+                population(
+                    ModelConfig(p.shape[0], "split", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p
+                ).gradient
+            ),
+        ),
+    ),
     hint="differentiate L(a, b) in the weights, pull back through the softmax (alpha * (g - <alpha, g>)) "
     "and the codes (scores = queries @ codes.T).",
     forbidden=("xorlib.population.population",),

@@ -53,26 +53,6 @@ def _split_case(description: str, d: int, m: int, kind: str, sigma: float, *labe
     return Case(f"{description}, d={d}", (queries, codes(d, m, kind, "ch03-q1", *labels), hidden), d=d)
 
 
-def _split_mistakes() -> tuple[Mistake, ...]:
-    return (
-        Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
-        Mistake(
-            "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
-            lambda q, p, pr: (
-                population(ModelConfig(p.shape[0], "tied", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p).gradient
-            ),
-        ),
-        Mistake(
-            "missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.",
-            lambda q, p, pr: gradient_mistakes(q, p, pr, 0.0, 1.0)[0],
-        ),
-        Mistake(
-            "forgotten label term -(delta_{j,u} b_v + delta_{j,v} b_u).",
-            lambda q, p, pr: gradient_mistakes(q, p, pr, 0.0, 1.0)[1],
-        ),
-    )
-
-
 SPLIT_GRADIENT = AutoQuestion(
     id="ch03-q1",
     title="The population gradient of the split model",
@@ -99,7 +79,23 @@ SPLIT_GRADIENT = AutoQuestion(
         ("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e"),
     ),
     outputs=("the gradient",),
-    mistakes=_split_mistakes(),
+    mistakes=(
+        Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
+        Mistake(
+            "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
+            lambda q, p, pr: (
+                population(ModelConfig(p.shape[0], "tied", m=p.shape[1], code_kind="gaussian"), q, pr, codes=p).gradient
+            ),
+        ),
+        Mistake(
+            "missing softmax centring: alpha * (g - <alpha, g>), not alpha * g.",
+            lambda q, p, pr: gradient_mistakes(q, p, pr, 0.0, 1.0)[0],
+        ),
+        Mistake(
+            "forgotten label term -(delta_{j,u} b_v + delta_{j,v} b_u).",
+            lambda q, p, pr: gradient_mistakes(q, p, pr, 0.0, 1.0)[1],
+        ),
+    ),
     hint="the tied model's gradient with c0 = 0, c1 = 1; the two heads now have different weights.",
     forbidden=("xorlib.population.population",),
 )

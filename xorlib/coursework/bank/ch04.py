@@ -125,27 +125,6 @@ def _sharpness_case(d: int, m: int, epsilon: float, seed: int = 0) -> Case:
     return Case(f"d={d}, m={m}, epsilon={epsilon:g}", (d, m, epsilon), d=d)
 
 
-def _sharpness_mistakes() -> tuple[Mistake, ...]:
-    return (
-        Mistake(
-            "you used epsilon itself as the rest-mass target; the target is E = (1 - sqrt(1 - sqrt(eps/2)))/2.",
-            lambda d, m, eps: math.log((d - 2) / (2 * eps)) * m / 4,
-        ),
-        Mistake(
-            "d - 1 where d - 2 belongs: the rest has d - 2 positions.",
-            lambda d, m, eps: math.log((d - 1) / (2 * _rest_target(eps))) * m / 4,
-        ),
-        Mistake(
-            "the lattice step is 4/m, so kappa = ln(...) * m / 4; you divided by m / 4.",
-            lambda d, m, eps: math.log((d - 2) / (2 * _rest_target(eps))) * 4 / m,
-        ),
-        Mistake(
-            "a missing 1/2 inside: the target solves 32 S^2 (1 - S)^2 = eps, i.e. uses sqrt(eps/2), not sqrt(eps).",
-            lambda d, m, eps: math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4,
-        ),
-    )
-
-
 LATTICE_SHARPNESS = AutoQuestion(
     id="ch04-q2",
     title="The sharpness from the lattice step",
@@ -165,7 +144,24 @@ LATTICE_SHARPNESS = AutoQuestion(
     public=cases(_sharpness_case, (64, 24, 1e-2), (1000, 40, 1e-3)),
     hidden=seeded(_sharpness_case, (10**6, 80, 1e-4), (16, 16, 0.1), (10**8, 108, 1e-6)),
     outputs=("kappa",),
-    mistakes=_sharpness_mistakes(),
+    mistakes=(
+        Mistake(
+            "you used epsilon itself as the rest-mass target; the target is E = (1 - sqrt(1 - sqrt(eps/2)))/2.",
+            lambda d, m, eps: math.log((d - 2) / (2 * eps)) * m / 4,
+        ),
+        Mistake(
+            "d - 1 where d - 2 belongs: the rest has d - 2 positions.",
+            lambda d, m, eps: math.log((d - 1) / (2 * _rest_target(eps))) * m / 4,
+        ),
+        Mistake(
+            "the lattice step is 4/m, so kappa = ln(...) * m / 4; you divided by m / 4.",
+            lambda d, m, eps: math.log((d - 2) / (2 * _rest_target(eps))) * 4 / m,
+        ),
+        Mistake(
+            "a missing 1/2 inside: the target solves 32 S^2 (1 - S)^2 = eps, i.e. uses sqrt(eps/2), not sqrt(eps).",
+            lambda d, m, eps: math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4,
+        ),
+    ),
     hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.",
     rtol=1e-8,
 )

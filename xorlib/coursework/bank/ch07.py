@@ -120,16 +120,6 @@ def _count_case(d: int, width: int) -> Case:
     return Case(f"d={d}, width={width}", (d, width), d=d)
 
 
-def _count_mistakes() -> tuple[Mistake, ...]:
-    return (
-        Mistake("you forgot the biases b_j (one per hidden unit).", lambda d, width: width * (d + 1)),
-        Mistake("you counted only the first layer w.", lambda d, width: width * d),
-        Mistake(
-            "this network has no output bias: f is sum_j a_j relu(...), nothing added.", lambda d, w: w * (d + 2) + 1
-        ),
-    )
-
-
 PARAMETER_COUNT = AutoQuestion(
     id="ch07-q2",
     title="How many parameters the baseline trains",
@@ -146,7 +136,13 @@ PARAMETER_COUNT = AutoQuestion(
     public=cases(_count_case, (20, 100), (1000, 512)),
     hidden=lambda seed: (_count_case(7, 1), _count_case(64 + seed % 50, 3000)),
     outputs=("the count",),
-    mistakes=_count_mistakes(),
+    mistakes=(
+        Mistake("you forgot the biases b_j (one per hidden unit).", lambda d, width: width * (d + 1)),
+        Mistake("you counted only the first layer w.", lambda d, width: width * d),
+        Mistake(
+            "this network has no output bias: f is sum_j a_j relu(...), nothing added.", lambda d, w: w * (d + 2) + 1
+        ),
+    ),
     hint="count w (width x d), b (width) and a (width).",
     rtol=0.0,
     atol=0.0,
