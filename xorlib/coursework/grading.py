@@ -272,32 +272,25 @@ def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, s
     """``(status, feedback, passed, total)`` of one question."""
     cases = _cases(question.id, seed)
     cell = outcome.cell or {}
-    error = cell.get("error")
-    prefix = f"{_error_text(error, 'Your answer cell', True)}.\n" if error else ""
+    prefix = f"{_error_text(cell['error'], 'Your answer cell', True)}.\n" if cell.get("error") else ""
+    stopped = f"{prefix}The sandbox stopped this question: {outcome.stopped}."
     if outcome.stopped and not outcome.replies:
-        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", 0, len(cases)
+        return "stopped", stopped, 0, len(cases)
     if cell.get("defined") is not True:
         return "error", f"{prefix}The answer cell does not define a function {question.function}.", 0, len(cases)
     passed, failure = 0, None
     for k, (case, expected, public) in enumerate(cases):
         got = _got(outcome.replies[k], question, public) if k in outcome.replies else "no result came back"
         if got == "not implemented yet":
-            return (
-                "not implemented",
-                f"{question.function} is not implemented yet (it raises NotImplementedError).",
-                0,
-                len(cases),
-            )
+            why = f"{question.function} is not implemented yet (it raises NotImplementedError)."
+            return "not implemented", why, 0, len(cases)
         verdict = judge(question, case, got, expected)
         passed += verdict.passed
         if not verdict.passed and failure is None:
-            failure = (
-                f"Failed a public case.\n{verdict.message}"
-                if public
-                else (f"Failed a hidden case ({case.description}): {verdict.summary}")
-            )
+            failure = f"Failed a public case.\n{verdict.message}" if public else (
+                f"Failed a hidden case ({case.description}): {verdict.summary}")  # fmt: skip
     if outcome.stopped:
-        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", passed, len(cases)
+        return "stopped", stopped, passed, len(cases)
     if failure is None:
         return "passed", f"{prefix}Passed all {len(cases)} test cases.", passed, len(cases)
     return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases.", passed, len(cases)

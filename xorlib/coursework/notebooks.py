@@ -122,16 +122,10 @@ def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...])
     answers: dict[str, tuple[int | None, str, str]] = {}
     for q in questions:
         tagged = [(k, c) for k, c in code if f"answer-{q.id}" in tags(c)]
-        if tagged:
-            k, cell = tagged[-1]
-            answers[q.id] = (k, cell.source, "" if len(tagged) == 1 else "several answer cells: the last one is graded")
-            continue
-        defining = [(k, c) for k, c in code if _defines(c.source, q.function)]
-        if defining:
-            k, cell = defining[-1]
-            answers[q.id] = (k, cell.source, f"answer cell found by its function {q.function} (its tag was missing)")
-        else:
-            answers[q.id] = (None, "", "")
+        found = tagged or [(k, c) for k, c in code if _defines(c.source, q.function)]
+        note = f"answer cell found by its function {q.function} (its tag was missing)" if not tagged else (
+            "" if len(tagged) == 1 else "several answer cells: the last one is graded")  # fmt: skip
+        answers[q.id] = (found[-1][0], found[-1][1].source, note) if found else (None, "", "")
     located = {}
     for q in questions:  # wherever the blocks moved: the check follows its answer, before the next answer cell
         index, source, note = answers[q.id]
