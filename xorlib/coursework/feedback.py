@@ -35,10 +35,8 @@ class ReturnError(ValueError):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one case: ``passed``, and a message (empty on success).
-
-    ``summary`` is the diagnosis without the numbers, for hidden cases.
-    """
+    """The outcome of one case: ``passed``, a message (empty on success), and ``summary``, the diagnosis without the
+    numbers, for hidden cases."""
 
     passed: bool
     message: str = ""
@@ -63,14 +61,8 @@ def _array(value: object, what: str) -> np.ndarray:
 
 
 def as_outputs(value: object, names: Sequence[str]) -> tuple[np.ndarray, ...]:
-    """Split a returned value into one float64 array per named output.
-
-    Raises
-    ------
-    ReturnError
-        If the value is not a tuple of the right length (several outputs) or
-        not convertible to numbers.
-    """
+    """Split a returned value into one float64 array per named output (:class:`ReturnError` if it is not a tuple of
+    the right length, for several outputs, or not convertible to numbers)."""
     if len(names) == 1:
         return (_array(value, names[0]),)
     if not isinstance(value, (tuple, list)) or len(value) != len(names):
@@ -118,9 +110,7 @@ def _factor_meaning(factor: float, d: int | None) -> str:
     return "a wrong constant (a step size, a normalisation, or a factor of the readout)"
 
 
-def _generic_diagnosis(
-    got: np.ndarray, expected: np.ndarray, case: Case, rtol: float, atol: float
-) -> tuple[str, str] | None:
+def _generic_diagnosis(got: np.ndarray, expected: np.ndarray, case: Case, rtol: float, atol: float) -> tuple | None:
     """A constant factor, or the right values in another order: ``(diagnosis, the same without the answer's numbers)``."""
     factor = None
     if expected.size > 1 and float(np.abs(expected).max()) > 0 and np.isfinite(got).all():
@@ -138,27 +128,21 @@ def _generic_diagnosis(
     return None
 
 
-def _mistake_outputs(question: AutoQuestion, case: Case) -> list[tuple[str, tuple[np.ndarray, ...]]]:
-    found = []
+def _known_mistake(question: AutoQuestion, case: Case, got: tuple[np.ndarray, ...]) -> str | None:
+    """The text of the first known mistake whose outputs are the answer's."""
     for mistake in question.mistakes:
         try:
-            found.append((mistake.text, as_outputs(mistake.compute(*case.args), question.outputs)))
+            outputs = as_outputs(mistake.compute(*case.args), question.outputs)
         except (ArithmeticError, ValueError, RuntimeError):  # a mistake that cannot be evaluated here is skipped
             continue
-    return found
+        if all(_close(a, b, question.rtol, question.atol) for a, b in zip(got, outputs, strict=True)):
+            return mistake.text
+    return None
 
 
-def judge(
-    question: AutoQuestion,
-    case: Case,
-    got: tuple[np.ndarray, ...] | str,
-    expected: tuple[np.ndarray, ...],
-) -> Verdict:
-    """Compare one case's outputs (or why there are none, a string) with the reference.
-
-    ``got`` is either the arrays of :func:`as_outputs` or a message saying why there are none. The verdict's
-    ``summary`` (what a hidden case shows) holds no number computed from the answer's outputs.
-    """
+def judge(question: AutoQuestion, case: Case, got: tuple[np.ndarray, ...] | str, expected: tuple) -> Verdict:
+    """Compare one case's outputs (the arrays of :func:`as_outputs`, or a string saying why there are none) with the
+    reference. The verdict's ``summary`` (what a hidden case shows) holds no number computed from the answer."""
     header = f"{question.id} failed on test case: {case.description}"
     hint = f"\n  Hint: {question.hint}" if question.hint else ""
     if isinstance(got, str):
@@ -167,34 +151,25 @@ def judge(
         if g.shape != e.shape and g.size == e.size == 1:
             g = g.reshape(e.shape)  # a number returned as a one-entry tensor, or the reverse
         if g.shape != e.shape:
-            layout = (
-                " (same number of entries: check a squeeze, an unsqueeze or a transpose)" if g.size == e.size else ""
-            )
+            layout = " (same number of entries: check a squeeze, an unsqueeze or a transpose)" * (g.size == e.size)
             text = f"{name} has the wrong shape: expected {tuple(e.shape)}, got {tuple(g.shape)}{layout}."
             return Verdict(
                 False, f"{header}\n  {text}{hint}", f"{name} has the wrong shape (expected {tuple(e.shape)})."
             )
-        bad = np.isfinite(e) & ~np.isfinite(g)
-        if bad.any():
+        if (np.isfinite(e) & ~np.isfinite(g)).any():
             text = f"{name} has NaN or infinite entries where the answer is finite"
             message = f"{header}\n  {text}: {_fmt(g)}.\n  Hint: {question.nan_hint}"
             return Verdict(False, message, f"{text}. Hint: {question.nan_hint}")
         if _close(g, e, question.rtol, question.atol):
             continue
-        known = next((text for text, outputs in _mistake_outputs(question, case)
-                      if all(_close(a, b, question.rtol, question.atol) for a, b in zip(got, outputs, strict=True))),
-                     None)  # fmt: skip
+        known = _known_mistake(question, case, got)
         own = question.diagnose(case.args, got, expected) if known is None and question.diagnose else None
-        generic = (
-            _generic_diagnosis(g, e, case, question.rtol, question.atol) if known is None and own is None else None
-        )
+        generic = _generic_diagnosis(g, e, case, question.rtol, question.atol) if not (known or own) else None
         diagnosis = known or own or (generic[0] if generic else None)
         safe = known or (generic[1] if generic else None)  # a question's own diagnosis may quote the answer's numbers
         difference = float(np.nanmax(np.abs(g - e))) if g.size else 0.0
         lines = [header, f"  {name}:", f"    expected {_fmt(e)}", f"    returned {_fmt(g)}",
-                 f"    largest difference {difference:.3g}"]  # fmt: skip
-        if diagnosis:
-            lines.append(f"  Diagnosis: {diagnosis}")
+                 f"    largest difference {difference:.3g}"] + ([f"  Diagnosis: {diagnosis}"] if diagnosis else [])  # fmt: skip
         return Verdict(False, "\n".join(lines) + hint, f"{name} is wrong" + (f": {safe}" if safe else "."))
     return Verdict(True)
 
@@ -265,11 +240,8 @@ def _names(code: types.CodeType) -> Iterator[str]:
 
 
 def reference_used(fn: Callable[..., object]) -> str | None:
-    """The xorlib module or function (other than :mod:`xorlib.task`) an answer reaches for, if any.
-
-    Grading runs without them (:mod:`~xorlib.coursework._build`), so an answer
-    that calls one passes here and scores 0 there; ``check`` says so at once.
-    """
+    """The xorlib module or function (other than :mod:`xorlib.task`) an answer reaches for, if any: grading runs
+    without them (:mod:`~xorlib.coursework._build`), so ``check`` says at once that such an answer would score 0."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
@@ -302,8 +274,8 @@ def check(question_id: str, fn: Callable[..., object]) -> None:
     Raises
     ------
     CheckFailure
-        On the first case where ``fn`` disagrees with the reference: the case,
-        the expected and returned values, a diagnosis and a hint.
+        On the first case where ``fn`` disagrees with the reference: the case, the expected and returned values, a
+        diagnosis and a hint.
     """
     if not isinstance(question_id, str):
         raise TypeError(f"question_id must be a question id such as 'ch02-q1', got {type(question_id).__name__}")
@@ -338,7 +310,5 @@ def check(question_id: str, fn: Callable[..., object]) -> None:
         print(f"Warning: {question.function} uses {uses_autograd}; {question.id} asks for it without autograd, so "
               "grading scores this answer 0.")  # fmt: skip
     if used := reference_used(fn):
-        print(
-            f"Warning: {question.function} uses {used}. Grading runs without the book's own code (only "
-            "xorlib.task is there), so this answer would score 0: write the computation yourself."
-        )
+        print(f"Warning: {question.function} uses {used}. Grading runs without the book's own code (only xorlib.task "
+              "is there), so this answer would score 0: write the computation yourself.")  # fmt: skip
