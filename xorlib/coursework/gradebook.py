@@ -50,9 +50,15 @@ class MarksError(ValueError):
     """A marks, roster or config file names an unknown question or student, or a value out of range."""
 
 
-def spreadsheet_safe(value: object) -> object:
-    """A CSV cell a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return is quoted with ``'``."""
-    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+def _csv_text(rows: list) -> str:
+    """CSV text whose cells a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return is quoted with
+    ``'`` (a file name must not become a formula)."""
+    out = io.StringIO()
+    safe = [
+        ["'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v for v in r] for r in rows
+    ]
+    csv.writer(out, lineterminator="\n").writerows(safe)
+    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -264,26 +270,15 @@ class ClassReport:
         return row
 
     def csv(self) -> str:
-        out = io.StringIO()
         fields = ["student", "name", "email", *(q.id for q in self.columns()), "auto", "written", "total", "max",
                   "grade", "notes"]  # fmt: skip
-        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for student in self.students():
-            writer.writerow({k: spreadsheet_safe(v) for k, v in self.row(student).items()})
-        return out.getvalue()
+        return _csv_text([fields, *([self.row(s)[f] for f in fields] for s in self.students())])
 
     def marks_template(self) -> str:
         written = [q for q in self.columns() if isinstance(q, WrittenQuestion)]
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["student", *(q.id for q in written)])
-        for student in self.students():
-            marks = self.marks.get(student, {})
-            writer.writerow(
-                [spreadsheet_safe(student), *(f"{marks[q.id]:g}" if q.id in marks else "" for q in written)]
-            )
-        return out.getvalue()
+        marks = [(s, self.marks.get(s, {})) for s in self.students()]
+        return _csv_text([["student", *(q.id for q in written)],
+                          *([s, *(f"{m[q.id]:g}" if q.id in m else "" for q in written)] for s, m in marks)])  # fmt: skip
 
     def gradescope(self, student: str) -> dict:
         """One student's Gradescope ``results.json``: every auto-graded question, and the written marks entered."""
