@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..report import html_table
@@ -307,7 +307,7 @@ class ClassReport:
             files[out / "results" / f"{name}.json"] = json.dumps(self.gradescope(student), indent=1) + "\n"
             files[out / "feedback" / f"{name}.html"] = html_page(student, reports)
             files[out / "feedback" / f"{name}.md"] = markdown_page(student, reports)
-            files[out / "reports" / f"{name}.json"] = json.dumps([json.loads(r.to_json()) for r in reports])
+            files[out / "reports" / f"{name}.json"] = json.dumps([asdict(r) for r in reports])
         for path, text in files.items():
             path.write_text(text, encoding="utf-8")
         return list(files)
@@ -333,7 +333,7 @@ def load_reports(out: str | Path) -> tuple[GradeReport, ...]:
     """The reports :meth:`ClassReport.write` left in ``out/reports`` (to keep them when regrading one student)."""
     folder = Path(out) / "reports"
     texts = [p.read_text() for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
-    return tuple(GradeReport.from_json(json.dumps(r)) for text in texts for r in json.loads(text))
+    return tuple(GradeReport.from_dict(r) for text in texts for r in json.loads(text))
 
 
 def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, config: Config = Config(),

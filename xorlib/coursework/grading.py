@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -86,22 +85,18 @@ class GradeReport:
         for q in self.questions:
             lines.append(f"  {q.id}  {q.score}/{q.points}  {q.status}")
             lines += ["      " + line for line in q.feedback.splitlines()] if q.status != "passed" else []
-        return "\n".join(
-            [*lines, f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]"]
-        )
+        lines.append(f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]")
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         rows = [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in self.questions]
         return html_table(rows, ("question", "title", "score", "status"))._repr_html_()
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
-
     @classmethod
-    def from_json(cls, text: str) -> GradeReport:
-        data = json.loads(text)
-        data["questions"] = tuple(QuestionResult(**q) for q in data["questions"])
-        return cls(**{**data, "notes": tuple(data["notes"])})
+    def from_dict(cls, data: dict) -> GradeReport:
+        """The inverse of :func:`dataclasses.asdict` (a report read back from JSON)."""
+        return cls(**{**data, "questions": tuple(QuestionResult(**q) for q in data["questions"]),
+                      "notes": tuple(data["notes"])})  # fmt: skip
 
     def gradescope(self) -> dict:
         """This report as Gradescope's ``results.json``: the score, and one test per question."""
