@@ -57,14 +57,9 @@ def strip_solutions(text: str) -> str:
     while k < len(lines):
         opening = _FENCE.match(lines[k])
         name = opening.group("name") if opening else ""
-        tags = (
-            next((m.group("tags") for line in lines[k + 1 : k + 4] if (m := _TAGS.match(line))), "") if opening else ""
-        )
-        if (
-            gated
-            or name in ("solution", "solution-start")
-            or (name == "code-cell" and "solution" in re.split(r"[\s,]+", tags))
-        ):
+        tags = [m.group("tags") for line in lines[k + 1 : k + 4] if opening and (m := _TAGS.match(line))]
+        tagged = name == "code-cell" and "solution" in re.split(r"[\s,]+", tags[0] if tags else "")
+        if gated or name in ("solution", "solution-start") or tagged:
             gated = (gated and name != "solution-end") or name == "solution-start"
             k = _block_end(lines, k, opening.group("fence")) if opening else k + 1
         elif re.match(r"^\s*<!--\s*BEGIN SOLUTION\s*-->", lines[k]):
@@ -114,11 +109,8 @@ def student_notebook(source: str | Path) -> nbformat.NotebookNode:
     for k, cell in enumerate(notebook.cells):
         cell["id"] = f"cell-{k}"  # deterministic: the same chapter gives the same file
     notebook.metadata.pop("jupytext", None)
-    notebook.metadata[METADATA_KEY] = {
-        "chapter": chapter,
-        "source": name,
-        "questions": [q.id for q in chapter_questions(chapter)],
-    }
+    questions = [q.id for q in chapter_questions(chapter)]
+    notebook.metadata[METADATA_KEY] = {"chapter": chapter, "source": name, "questions": questions}
     notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     notebook.nbformat, notebook.nbformat_minor = 4, 5
     nbformat.validate(notebook)
