@@ -144,4 +144,4 @@ def autograder_zip(chapter, out="autograder.zip", *, seed=None, practice=False, 
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 < seed < 2**63):
         raise ValueError(f"seed must be an int in [1, 2**63) or None (drawn at random), got {seed!r}")
     points = Config.read(_path("config", config, none=True)).points
-    return write_zip(chapter, _path("out", out, exists=False), seed, practice, points)[0]
+    return write_zip(chapter, _path("out", out, exists=False), seed, practice, points)

@@ -84,33 +84,23 @@ def pinned_requirements() -> list[str]:
     return [found[k] for k in sorted(found)]
 
 
-def _chapter(chapter: object) -> str:
-    text = (
-        str(chapter).removeprefix("ch").zfill(2)
-        if isinstance(chapter, (str, int)) and not isinstance(chapter, bool)
-        else ""
-    )
-    if f"ch{text}" not in CHAPTERS or not chapter_questions(f"ch{text}", AutoQuestion):
+def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, points: dict) -> Path:
+    """Write the autograder zip for ``chapter``; without a seed (and not ``practice``), draw a private one at random
+    (:mod:`secrets`), stored in the zip's ``config.json``."""
+    valid = isinstance(chapter, (str, int)) and not isinstance(chapter, bool)
+    name = f"ch{str(chapter).removeprefix('ch').zfill(2)}" if valid else ""
+    if name not in CHAPTERS or not chapter_questions(name, AutoQuestion):
         raise ValueError(
             f"chapter must be a chapter of the bank with auto-graded questions ({', '.join(CHAPTERS)}), got {chapter!r}"
         )
-    return f"ch{text}"
-
-
-def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, points: dict) -> tuple[Path, int]:
-    """Write the autograder zip for ``chapter``; return its path and the hidden seed stored in it.
-
-    Without a seed (and not ``practice``), a private one is drawn at random (:mod:`secrets`).
-    """
-    chapter = _chapter(chapter)
     seed = (0 if practice else secrets.randbelow(2**62) + 1) if seed is None else seed
     package = Path(__file__).resolve().parents[1]
     requirements = ["--extra-index-url https://download.pytorch.org/whl/cpu", *pinned_requirements()]
-    config = {"chapter": chapter, "seed": seed, "practice": practice, "points": points}
+    config = {"chapter": name, "seed": seed, "practice": practice, "points": points}
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
-            info = zipfile.ZipInfo(name)
+        for script, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            info = zipfile.ZipInfo(script)
             info.external_attr = 0o100755 << 16  # executable, as Gradescope runs them
             archive.writestr(info, text)
         archive.writestr("requirements.txt", "\n".join(requirements) + "\n")
@@ -118,7 +108,7 @@ def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, poin
         for path in sorted(package.rglob("*.py")):
             if "__pycache__" not in path.parts:
                 archive.write(path, Path("xorlib") / path.relative_to(package))
-    return out, seed
+    return out
 
 
 def run(root: Path) -> int:
