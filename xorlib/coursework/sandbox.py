@@ -86,8 +86,7 @@ class Limits:
                 raise ValueError(f"{f.name} must be > 0 and <= 1e6, got {value!r}")
 
     def rlimits(self, extra_processes: int = 0) -> dict[str, int]:
-        mb = 2**20
-        return {"AS": self.memory_mb * mb, "CPU": self.cpu_s, "FSIZE": self.file_mb * mb,
+        return {"AS": self.memory_mb * 2**20, "CPU": self.cpu_s, "FSIZE": self.file_mb * 2**20,
                 "NPROC": self.processes + extra_processes, "NOFILE": 256, "CORE": 0}  # fmt: skip
 
 
@@ -121,16 +120,15 @@ def _bwrap_argv(uid: int | None, build: str, limits: Limits) -> list[str]:
     argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]  # fmt: skip
     argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid is not None else ["--unshare-user"]
-    bound = ["/usr"]
-    argv += ["--ro-bind", "/usr", "/usr"]
+    argv, bound = [*argv, "--ro-bind", "/usr", "/usr"], ["/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
             bound.append(top)
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.disk_mb * 2**20)]
-    argv += ["--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.disk_mb * 2**20), "--tmpfs",
+             "/tmp"]  # fmt: skip
     made: set[str] = set()
     for path in sorted({os.path.realpath(sys.base_prefix), *site_dirs()}):
         if covered(path, bound):
@@ -255,9 +253,10 @@ class Session:
                 raise Stopped("it ran past its time limit")
             try:
                 data = data[os.write(fd, data) :]
-            except (BrokenPipeError, BlockingIOError) as err:
-                if isinstance(err, BrokenPipeError):
-                    raise Stopped(self._ended()) from None
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise Stopped(self._ended()) from None
 
     def _read_line(self, deadline: float) -> bytes:
         out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
@@ -267,8 +266,7 @@ class Session:
             if not ready:
                 raise Stopped("it ran past its time limit")
             if err in ready:
-                chunk = os.read(err, 1 << 16)
-                self.stderr = (self.stderr + chunk)[-4096:]
+                self.stderr = (self.stderr + os.read(err, 1 << 16))[-4096:]
             if out in ready:
                 chunk = os.read(out, 1 << 16)
                 if not chunk:
