@@ -59,10 +59,8 @@ def fingerprint(source: str) -> frozenset[tuple[str, ...]]:
     """The set of token 5-grams of the normalised answer (empty when too short to compare)."""
     try:
         tree = ast.parse(source)
-        first = _Renamer()
-        first.visit(ast.parse(source))  # first pass: every bound name, so that uses before binding rename too
         renamer = _Renamer()
-        renamer.names = dict(first.names)
+        renamer.visit(ast.parse(source))  # first pass: every bound name, so that uses before binding rename too
         text = ast.unparse(renamer.visit(tree))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         text = source
