@@ -106,15 +106,8 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     roster_path, marks_path = _path("roster", roster, none=True), _path("marks", marks, none=True)
     config_path, previous = _path("config", config, none=True), _path("previous", previous, exists=False, none=True)
     config = Config.read(config_path)
-    grading = grading_settings(
-        seed,
-        practice,
-        limits,
-        sandbox,
-        trusted,
-        config.points,
-        [folder, previous, roster_path, marks_path, config_path],
-    )
+    private = [folder, previous, roster_path, marks_path, config_path]
+    grading = grading_settings(seed, practice, limits, sandbox, trusted, config.points, private)
     people = read_roster(roster_path) if roster_path else None
     written = read_marks(marks_path, config) if marks_path else {}
     old = load_reports(previous) if previous is not None and only is not None else ()
