@@ -56,23 +56,19 @@ def _points(n: float) -> str:
     return f"{n:g} point" + ("" if n == 1 else "s")
 
 
-_WORDS = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
-
-
-def _count(n: int, what: str, *, capital: bool) -> str:
-    word = _WORDS[n] if n < len(_WORDS) else str(n)
-    return f"{word if capital else word.lower()} {what}{'s' * (n != 1)}"
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
 def _summary(questions: tuple[Question, ...]) -> str:
-    auto = [q for q in questions if isinstance(q, AutoQuestion)]
-    written = [q for q in questions if isinstance(q, WrittenQuestion)]
-    parts = [f"{_count(len(auto), 'auto-graded question', capital=True)} ({_points(sum(q.points for q in auto))})"]
-    if written:
-        parts.append(
-            f"{_count(len(written), 'written question', capital=False)} ({_points(sum(q.points for q in written))})"
-        )
-    return " and ".join(parts)
+    """The exercises counted: 'Two auto-graded questions (5 points) and one written question (3 points)'."""
+    parts = []
+    for kind, what in ((AutoQuestion, "auto-graded question"), (WrittenQuestion, "written question")):
+        chosen = [q for q in questions if isinstance(q, kind)]
+        if chosen or kind is AutoQuestion:
+            count = _WORDS[len(chosen)] if len(chosen) < len(_WORDS) else str(len(chosen))
+            parts.append(f"{count} {what}{'s' * (len(chosen) != 1)} ({_points(sum(q.points for q in chosen))})")
+    text = " and ".join(parts)
+    return text[0].upper() + text[1:]
 
 
 def _code_cell(source: str, cell_tags: list[str]) -> str:
