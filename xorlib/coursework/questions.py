@@ -8,7 +8,7 @@ import inspect
 import re
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = []  # the rest is internal to xorlib.coursework
 
@@ -66,8 +66,20 @@ class Mistake:
     compute: Callable[..., object]
 
 
+class _Question:
+    """What both kinds share: the effort, checked when a question is made, and the chapter its id names."""
+
+    def __post_init__(self) -> None:
+        check_effort(self.id, self.level, self.minutes)
+
+    @property
+    def chapter(self) -> str:
+        """``"chNN"``."""
+        return self.id.split("-")[0]
+
+
 @dataclass(frozen=True, eq=False)
-class AutoQuestion:
+class AutoQuestion(_Question):
     r"""An auto-graded question: a function to write, with its cases, reference and diagnosis.
 
     Parameters
@@ -124,10 +136,6 @@ class AutoQuestion:
     diagnose: Callable[..., str | None] | None = None
     nan_hint: str = "an exponential overflowed or something was divided by zero."
     autograd: bool = True
-    kind: str = field(default="auto", init=False)
-
-    def __post_init__(self) -> None:
-        check_effort(self.id, self.level, self.minutes)
 
     @property
     def function(self) -> str:
@@ -138,11 +146,6 @@ class AutoQuestion:
     def signature(self) -> str:
         """``name(arg, ...)`` as the student writes it."""
         return f"{self.function}{inspect.signature(self.solution)}"
-
-    @property
-    def chapter(self) -> str:
-        """``"chNN"``."""
-        return self.id.split("-")[0]
 
     def answer_source(self) -> str:
         """The book's answer cell: the imports and the teacher's solution."""
@@ -167,7 +170,7 @@ class Criterion:
 
 
 @dataclass(frozen=True)
-class WrittenQuestion:
+class WrittenQuestion(_Question):
     """A question answered in prose or maths, marked by the teacher against a rubric.
 
     ``answer`` is the model answer (Markdown), shown folded in the book and
@@ -182,20 +185,11 @@ class WrittenQuestion:
     prompt: str
     rubric: tuple[Criterion, ...]
     answer: str
-    kind: str = field(default="written", init=False)
-
-    def __post_init__(self) -> None:
-        check_effort(self.id, self.level, self.minutes)
 
     @property
     def points(self) -> int:
         """The marks available: the rubric's total."""
         return sum(c.points for c in self.rubric)
-
-    @property
-    def chapter(self) -> str:
-        """``"chNN"``."""
-        return self.id.split("-")[0]
 
 
 Question = AutoQuestion | WrittenQuestion
