@@ -11,7 +11,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, codes, gaussian, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: a softmax head
 # fmt: off
 def softmax_head(query, codes, x):
     """Softmax weights alpha = softmax(codes @ query), shape (d,), and outputs z = x
@@ -108,7 +107,6 @@ SOFTMAX_HEAD = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: the loss on every input
 # fmt: off
 def loss_on_every_input(weights, pair, heads):
     """The loss (f(x) - y)^2 / 2 on each of the 2^d inputs, in the order of
@@ -196,7 +194,6 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: why no single bit helps
 NO_SINGLE_BIT = WrittenQuestion(
     id="ch01-w1",
     title="Why no single bit helps",

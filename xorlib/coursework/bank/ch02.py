@@ -10,7 +10,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, codes, gaussian, gradient_mistakes, pair, peaked_scores, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the population gradient
 # fmt: off
 def tied_gradient(queries, codes, pair):
     """The exact population gradient of the tied model in the queries (softmax, f =
@@ -113,7 +112,6 @@ TIED_GRADIENT = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: one step from zero
 # fmt: off
 def tied_step_from_zero(codes, pair, lr):
     """Both queries after one population gradient step of size lr from q1 = q2 = 0,
@@ -194,7 +192,6 @@ TIED_STEP = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q3: the exact worst case
 # fmt: off
 def tied_worst_case(weights, pair):
     """The largest loss over all 2^d inputs for tied softmax heads with weights (d,)
@@ -288,7 +285,6 @@ TIED_WORST_CASE = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: the heads stay tied
 HEADS_STAY_TIED = WrittenQuestion(
     id="ch02-w1",
     title="A one-head model in disguise",

@@ -12,7 +12,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, codes, gaussian, gradient_mistakes, pair, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the split gradient
 # fmt: off
 def split_gradient(queries, codes, pair):
     """The exact population gradient of the split model (softmax, f = -z1 z2) in the
@@ -101,7 +100,6 @@ SPLIT_GRADIENT = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: the self-certified step
 # fmt: off
 def self_certified_step(direction, scores, target):
     """The step eta = max_h (R_h + ln((d-1)/E)) / gap_h from the direction (2, d),
@@ -216,7 +214,6 @@ SELF_CERTIFIED_STEP = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: why the antisymmetric start
 WHY_ANTISYMMETRIC = WrittenQuestion(
     id="ch03-w1",
     title="Why the split model cannot start at zero",

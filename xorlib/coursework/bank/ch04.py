@@ -10,7 +10,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, gaussian, pair, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the rest mass
 # fmt: off
 def rest_mass(scores, pair):
     """The softmax mass of each head outside the hidden pair, shape (2,), accurate
@@ -96,7 +95,6 @@ REST_MASS = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: the lattice sharpness
 # fmt: off
 def lattice_sharpness(d, m, epsilon):
     """The sharpness kappa = ln((d - 2) / (2 E)) / (4 / m) that certifies worst-case
@@ -167,7 +165,6 @@ LATTICE_SHARPNESS = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: why no pair is needed
 NO_PAIR_NEEDED = WrittenQuestion(
     id="ch04-w1",
     title="A step size chosen without the pair",

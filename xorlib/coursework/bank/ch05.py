@@ -29,7 +29,6 @@ def _variant_case(description: str, d: int, scale: float, zeros: int, question: 
     return Case(f"{description}, d={d}", (scores, grad), d=d)
 
 
-# ----------------------------------------------------------------------------- q1: ReLU attention
 # fmt: off
 def relu_attention(scores, grad):
     """ReLU attention weights relu(s)/d and the pull-back (d alpha/d s)^T grad, both
@@ -101,7 +100,6 @@ RELU_ATTENTION = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: sigmoid attention
 # fmt: off
 def sigmoid_attention(scores, grad):
     """Sigmoid attention weights sigmoid(s - ln d) and the pull-back alpha (1 -
@@ -174,7 +172,6 @@ SIGMOID_ATTENTION = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: only softmax couples
 ONLY_SOFTMAX_COUPLES = WrittenQuestion(
     id="ch05-w1",
     title="What only softmax does",

@@ -12,7 +12,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, gaussian, generator, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the empirical gradient
 # fmt: off
 def sample_score_gradient(scores, x, y, heads):
     """The gradient of the mean loss over the samples in the scores (softmax), shape
@@ -103,7 +102,6 @@ SAMPLE_GRADIENT = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: the 50% threshold
 # fmt: off
 def threshold_from_fit(n_values, successes, trials):
     """The n at which a logistic fit of successes/trials against ln n crosses 1/2
@@ -230,7 +228,6 @@ THRESHOLD = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: how n* grows
 HOW_N_STAR_GROWS = WrittenQuestion(
     id="ch06-w1",
     title="Reading a threshold curve",

@@ -10,7 +10,6 @@ from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
 from ._common import cases, gaussian, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: hinge-loss gradients
 # fmt: off
 def hinge_gradients(x, y, w, b, a):
     """Gradients (dw, db, da) of the mean hinge loss of f(x) = sum_j a_j relu(w_j .
@@ -104,7 +103,6 @@ HINGE_GRADIENTS = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- q2: counting parameters
 # fmt: off
 def parameter_count(d, width):
     """The number of trainable parameters of f(x) = sum_j a_j relu(w_j . x + b_j) on
@@ -149,7 +147,6 @@ PARAMETER_COUNT = AutoQuestion(
 )
 
 
-# ----------------------------------------------------------------------------- w1: comparing budgets
 COMPARE_BUDGETS = WrittenQuestion(
     id="ch07-w1",
     title="Parameters against samples",
