@@ -402,17 +402,15 @@ def test_a_seed_on_the_command_line_is_refused(tmp_path: Path, capsys, monkeypat
     assert not (tmp_path / "a.zip").exists()
 
 
-def test_grade_command_writes_gradescope_results_and_feedback_pages(tmp_path: Path, capsys) -> None:
+def test_grade_command_prints_the_feedback_and_writes_gradescope_results(tmp_path: Path, capsys) -> None:
     _tier()
     path = write(submission(answers(ch02_q3=Q3.student_source())), tmp_path / "solo.ipynb")
     (tmp_path / "seed").write_text("77\n")
-    argv = ["grade", str(path), "--seed-file", str(tmp_path / "seed"), "--results", str(tmp_path / "r.json"),
-            "--feedback", str(tmp_path / "pages")]  # fmt: skip
-    assert main(argv) == 0
-    assert "Total 5/8" in capsys.readouterr().out
+    assert main(["grade", str(path), "--seed-file", str(tmp_path / "seed"), "--results", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Total 5/8" in out and "not implemented" in out
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["score"] == 5 and [t["score"] for t in result["tests"]] == [3, 2, 0]
-    assert "not implemented" in (tmp_path / "pages" / "solo.md").read_text()
 
 
 def test_unreadable_unknown_and_linked_notebooks_are_reported_not_fatal(tmp_path: Path) -> None:

@@ -15,9 +15,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import autograder_zip, grade_all, grade_notebook, question_table, student_notebooks
+from . import autograder_zip, grade_all, grade_notebook, student_notebooks
 from .autograder import run
-from .gradebook import MarksError, html_page, markdown_page
+from .bank import CHAPTERS
+from .gradebook import MarksError
 from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable
 
@@ -61,7 +62,6 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--memory-mb", type=_positive(int, 10**6), default=4096, help="address-space limit")
     grade = commands.choices["grade"]
     grade.add_argument("--results", type=Path, help="write Gradescope's results.json here")
-    grade.add_argument("--feedback", type=Path, help="write the feedback pages (.html, .md) into this folder")
     every = commands.choices["grade-all"]
     every.add_argument("--out", type=Path, default=Path("grades"))
     every.add_argument("--roster", type=Path, help="CSV id,name,email")
@@ -97,7 +97,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print("\n".join(student_notebooks(args.chapters, args.out)))
         return 0
     if args.command == "list":
-        print(question_table())
+        for q in (q for questions in CHAPTERS.values() for q in questions):
+            print(f"{q.id}  {q.points:>2} pts  {getattr(q, 'signature', 'written')}  {q.title}")
         return 0
     if args.command == "gradescope":
         return run(args.root)
@@ -116,10 +117,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.results:
             args.results.parent.mkdir(parents=True, exist_ok=True)
             args.results.write_text(json.dumps(report.gradescope(), indent=1) + "\n")
-        if args.feedback:
-            args.feedback.mkdir(parents=True, exist_ok=True)
-            (args.feedback / f"{report.student}.html").write_text(html_page(report.student, [report]))
-            (args.feedback / f"{report.student}.md").write_text(markdown_page(report.student, [report]))
         return 1 if report.error else 0
     if args.only and not (args.out / "reports").is_dir():
         parser.error(f"--only needs the grades of a previous run in --out ({args.out}/reports is missing)")

@@ -372,47 +372,50 @@ white-space:pre-wrap}.passed{color:#1a7f37}.lost{color:#b35900}table{border-coll
 border-bottom:1px solid #ddd;text-align:left}"""
 
 
+def _page(student: str, reports: list[GradeReport]) -> list[tuple[str, object]]:
+    """A feedback page as blocks ``(kind, content)`` (h1, p, lost, table, h2, pre), its texts not yet escaped."""
+    blocks: list[tuple[str, object]] = [("h1", f"Feedback for {student}")]
+    for r in reports:
+        blocks.append(("p", f"{Path(r.notebook).name} ({r.chapter or 'unknown chapter'}): {r.score}/{r.max_score} "
+                            f"points. Sandbox: {r.tier}."))  # fmt: skip
+        blocks += [("lost", f"Not graded: {r.error}")] if r.error else []
+        blocks.append(("table", [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in r.questions]))
+        for q in r.questions:
+            blocks += [("h2", f"{q.id}: {q.title} ({q.score}/{q.points})"), ("pre", q.feedback)]
+    return blocks if reports else [*blocks, ("p", "No submission was graded.")]
+
+
 def html_page(student: str, reports: list[GradeReport]) -> str:
-    """The feedback of ``student`` (all their graded notebooks) as one HTML page."""
+    """The feedback of ``student`` (all their graded notebooks) as one HTML page, every text escaped."""
     e = html.escape
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {e(student)}</title>"
-             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{_STYLE}</style></head><body>",
-             f"<h1>Feedback for {e(student)}</h1>"]  # fmt: skip
-    for r in reports:
-        parts.append(f"<p><b>{e(Path(r.notebook).name)}</b> ({e(r.chapter or 'unknown chapter')}): "
-                     f"<b>{r.score}/{r.max_score}</b> points. Sandbox: {e(r.tier)}.</p>")  # fmt: skip
-        if r.error:
-            parts.append(f"<p class='lost'>Not graded: {e(r.error)}</p>")
-        rows = "".join(f"<tr><td>{e(q.id)}</td><td>{e(q.title)}</td><td>{q.score}/{q.points}</td>"
-                       f"<td class='{'passed' if q.status == 'passed' else 'lost'}'>{e(q.status)}</td></tr>"
-                       for q in r.questions)  # fmt: skip
-        parts.append(f"<table><tr><th>question</th><th>title</th><th>points</th><th>status</th></tr>{rows}</table>")
-        for q in r.questions:
-            parts.append(f"<h2>{e(q.id)}: {e(q.title)} ({q.score}/{q.points})</h2><pre>{e(q.feedback)}</pre>")
-    if not reports:
-        parts.append("<p>No submission was graded.</p>")
+             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{_STYLE}</style></head><body>"]  # fmt: skip
+    for kind, content in _page(student, reports):
+        if kind == "table":
+            rows = "".join(f"<tr><td>{e(i)}</td><td>{e(t)}</td><td>{p}</td><td class='{'lost' * (s != 'passed')}"
+                           f"{'passed' * (s == 'passed')}'>{e(s)}</td></tr>" for i, t, p, s in content)  # fmt: skip
+            parts.append(f"<table><tr><th>question</th><th>title</th><th>points</th><th>status</th></tr>{rows}</table>")
+        else:
+            opening, closing = ("p class='lost'", "p") if kind == "lost" else (kind, kind)
+            parts.append(f"<{opening}>{e(content)}</{closing}>")
     return "\n".join([*parts, "</body></html>"]) + "\n"
 
 
-def _fence(text: str) -> str:
-    ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"{ticks}text\n{text}\n{ticks}"
-
-
 def markdown_page(student: str, reports: list[GradeReport]) -> str:
-    """The same page in Markdown (the feedback in fences longer than any run of backticks it holds)."""
+    """The same page in Markdown: no Markdown or HTML from a student's text; the feedback in fences longer than any
+    run of backticks it holds."""
 
-    def plain(text: str) -> str:  # no Markdown or HTML from a student's file name
+    def plain(text: str) -> str:
         return html.escape(text).replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("`", "\\`")
 
-    lines = [f"# Feedback for {plain(student)}", ""] + ([] if reports else ["No submission was graded."])
-    for r in reports:
-        lines += [f"**{plain(Path(r.notebook).name)}** ({plain(r.chapter or 'unknown chapter')}): "
-                  f"**{r.score}/{r.max_score}** points. Sandbox: {r.tier}.", ""]  # fmt: skip
-        lines += [f"Not graded: {plain(r.error)}", ""] if r.error else []
-        lines += ["| question | points | status |", "| --- | --- | --- |"]
-        lines += [f"| {q.id} {plain(q.title)} | {q.score}/{q.points} | {q.status} |" for q in r.questions]
-        for q in r.questions:
-            lines += ["", f"## {q.id}: {plain(q.title)} ({q.score}/{q.points})", "", _fence(q.feedback)]
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    lines = []
+    for kind, content in _page(student, reports):
+        if kind == "table":
+            lines.append("\n".join(["| question | title | points | status |", "| --- | --- | --- | --- |",
+                                    *(f"| {' | '.join(map(plain, row))} |" for row in content)]))  # fmt: skip
+        elif kind == "pre":
+            ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", content)), default=0))
+            lines.append(f"{ticks}text\n{content}\n{ticks}")
+        else:
+            lines.append({"h1": "# ", "h2": "## "}.get(kind, "") + plain(content))
+    return "\n\n".join(lines) + "\n"

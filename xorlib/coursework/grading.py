@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..report import html_table
 from . import _wire
 from ._build import grading_build
 from .bank import chapter_questions, get_question
@@ -87,10 +86,6 @@ class GradeReport:
             lines += ["      " + line for line in q.feedback.splitlines()] if q.status != "passed" else []
         lines.append(f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]")
         return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        rows = [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in self.questions]
-        return html_table(rows, ("question", "title", "score", "status"))._repr_html_()
 
     @classmethod
     def from_dict(cls, data: dict) -> GradeReport:

@@ -80,12 +80,8 @@ _SETUP_CELL = _code_cell(f"{SETUP.strip()}\n\nfrom xorlib.coursework import chec
 
 
 def header(q: Question) -> str:
-    """The line above an exercise's prompt: its points, level and time, then its id as the grading key.
-
-    For an auto-graded question the id is shown in the check call that grades it, for a written one as the key the
-    teacher's marks are entered under: "3 points · core · about 20 minutes · checked with check("ch06-q1", …)",
-    "3 points, written · challenge · about 30 minutes · marked as ch01-w1" (points in bold, calls and ids as code).
-    """
+    """The line above a prompt: "3 points · core · about 20 minutes · checked with check("ch06-q1", …)", or for a
+    written question "3 points, written · challenge · about 30 minutes · marked as ch01-w1"."""
     effort = f"{q.level} · about {q.minutes} minute{'s' * (q.minutes != 1)}"
     if isinstance(q, AutoQuestion):
         return f'**{_points(q.points)}** · {effort} · checked with `check("{q.id}", …)`'
@@ -177,10 +173,6 @@ def sync_text(text: str, chapter: str | None) -> str | None:
 
 def sync_chapter(path: str | Path, *, check: bool = False) -> SyncResult:
     """Rewrite the exercise region of one chapter file from the bank (``check``: only report whether it would change)."""
-    if not isinstance(path, (str, Path)) or not isinstance(check, bool):
-        raise TypeError(
-            f"path must be a str or Path and check a bool, got {type(path).__name__}, {type(check).__name__}"
-        )
     path = Path(path)
     chapter = chapter_of(path)
     try:
@@ -200,24 +192,8 @@ def sync_chapter(path: str | Path, *, check: bool = False) -> SyncResult:
     return SyncResult(str(path), "updated", detail)
 
 
-@dataclass(frozen=True, repr=False)
-class Table:
-    """Rows of cells under a header: the book's styled HTML table in a notebook, aligned text in a terminal."""
-
-    header: tuple[str, ...]
-    rows: tuple[tuple[object, ...], ...]
-
-    def _repr_html_(self) -> str:
-        return html_table(self.rows, self.header)._repr_html_()
-
-    def __repr__(self) -> str:
-        cells = [self.header, *(tuple(map(str, r)) for r in self.rows)]
-        widths = [max(len(row[k]) for row in cells) for k in range(len(self.header))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
-
-
-def question_table() -> Table:
-    """Every question of the bank: chapter, id, title, points, and the function to write (or "written")."""
+def question_table() -> object:
+    """Every question of the bank (chapter, id, title, points, the function to write or "written"), as a table."""
     rows = [(chapter, q.id, q.title, q.points, f"{q.function}(...)" if isinstance(q, AutoQuestion) else "written")
             for chapter, questions in CHAPTERS.items() for q in questions]  # fmt: skip
-    return Table(("chapter", "question", "title", "points", "answer"), tuple(rows))
+    return html_table(rows, ("chapter", "question", "title", "points", "answer"))
