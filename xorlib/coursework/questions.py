@@ -19,39 +19,17 @@ _BEGIN = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b")
 _END = re.compile(r"^[ \t]*#[ \t]*END SOLUTION\b")
 _ID = re.compile(r"^ch(?P<chapter>\d\d)-(?P<kind>[qw])(?P<number>\d+)$")
 
-#: The difficulty of a question: a warm-up (a formula of the chapter, written out), a core exercise (a derivation
-#: of the chapter turned into vectorised code, or an argument of a few lines), or a challenge (a derivation of
-#: several steps that the chapter does not do).
+#: The levels: a warm-up (a formula of the chapter, written out), a core exercise (a derivation of the chapter as
+#: vectorised code, or a short argument), a challenge (several steps the chapter does not take).
 LEVELS = ("warm-up", "core", "challenge")
 #: The range of ``minutes``, the estimated time for a student who has read the chapter.
 MINUTES = (5, 90)
 
 
-def check_effort(question_id: str, level: object, minutes: object) -> None:
-    """Refuse a ``level`` outside :data:`LEVELS` or ``minutes`` that is not an int in :data:`MINUTES`.
-
-    Raises
-    ------
-    ValueError
-        Naming the field, the value given and the values allowed.
-    """
-    if level not in LEVELS:
-        raise ValueError(f"question {question_id}: level must be one of {', '.join(map(repr, LEVELS))}, got {level!r}")
-    low, high = MINUTES
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not low <= minutes <= high:
-        raise ValueError(
-            f"question {question_id}: minutes must be an int from {low} to {high} (the estimated time for a student "
-            f"who has read the chapter), got {minutes!r}"
-        )
-
-
 @dataclass(frozen=True, eq=False)
 class Case:
-    """One test case: positional arguments for the student's function, described in words.
-
-    ``d`` (when the case has a number of positions) lets the diagnosis name
-    factors such as :math:`d/(d-1)`.
-    """
+    """One test case: positional arguments, described in words; ``d`` (the number of positions, where there is one)
+    lets a diagnosis name factors such as :math:`d/(d-1)`."""
 
     description: str
     args: tuple[object, ...]
@@ -70,7 +48,13 @@ class _Question:
     """What both kinds share: the effort, checked when a question is made, and the chapter its id names."""
 
     def __post_init__(self) -> None:
-        check_effort(self.id, self.level, self.minutes)
+        if self.level not in LEVELS:
+            raise ValueError(
+                f"question {self.id}: level must be one of {', '.join(map(repr, LEVELS))}, got {self.level!r}"
+            )
+        if type(self.minutes) is not int or not MINUTES[0] <= self.minutes <= MINUTES[1]:
+            raise ValueError(f"question {self.id}: minutes must be an int from {MINUTES[0]} to {MINUTES[1]} (the "
+                             f"estimated time for a student who has read the chapter), got {self.minutes!r}")  # fmt: skip
 
     @property
     def chapter(self) -> str:
@@ -171,12 +155,8 @@ class Criterion:
 
 @dataclass(frozen=True)
 class WrittenQuestion(_Question):
-    """A question answered in prose or maths, marked by the teacher against a rubric.
-
-    ``answer`` is the model answer (Markdown), shown folded in the book and
-    absent from the student version, like the rubric. ``level`` and ``minutes``
-    are as for :class:`AutoQuestion`.
-    """
+    """A question answered in prose or maths, marked by the teacher against a rubric; ``answer`` is the model answer
+    (Markdown), folded in the book and absent from the student version, like the rubric."""
 
     id: str
     title: str

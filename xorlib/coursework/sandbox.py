@@ -1,29 +1,26 @@
-"""Where answers run: a bubblewrap sandbox, or the container itself, and the grader's side of the conversation.
-
-Each submission gets a fresh runner process (:mod:`~xorlib.coursework._runner`) in the best tier this machine
-offers, and every report names it (:meth:`Tier.describe`):
+"""Where answers run, and the grader's side of the conversation: a fresh runner process
+(:mod:`~xorlib.coursework._runner`) per submission, in the best tier this machine offers (every report names it):
 
 ``bwrap``
     `bubblewrap <https://github.com/containers/bubblewrap>`_ (Flatpak's sandbox): new PID, network, IPC, UTS and
-    mount namespaces; the root an empty tmpfs with read-only binds of ``/usr``, the interpreter, its
-    ``site-packages`` (any installed ``xorlib`` covered) and the grading build, and a size-limited ``/tmp``. As
-    root, the runner keeps only ``CAP_SETUID``/``CAP_SETGID`` and drops to a fresh uid before anything else;
-    otherwise it runs in a user namespace as the grader's own user.
+    mount namespaces; read-only binds of ``/usr``, the interpreter, its ``site-packages`` (any installed ``xorlib``
+    covered) and the grading build; a size-limited ``/tmp``. As root, the runner keeps only ``CAP_SETUID``/
+    ``CAP_SETGID`` and drops to a fresh uid first; otherwise it runs in a user namespace as the grader's user.
 ``container``
-    Where bubblewrap cannot run (a default Docker container, Gradescope), the container is the sandbox: the
-    runner runs as a fresh unprivileged uid, in its own session, with the same limits, and only if that uid can
-    read none of the teacher's files and the hidden seed is on no command line (:func:`check_private`).
+    Where bubblewrap cannot run (Docker, Gradescope), the container is the sandbox: a fresh unprivileged uid, its
+    own session, the same limits, and only if that uid can read none of the teacher's files and the hidden seed is
+    on no command line (:func:`check_private`).
 ``unsandboxed``
     The grader's own user in a separate process: only for code the caller trusts (``trusted=True``).
 
-The grader trusts only what it observes: the process it started (its pid, its exit status), its own clock, the
-tier it chose, and replies checked against a schema. It signals only the process group it created (before
-reaping its leader, so the group id cannot have been reused); in the container tier, processes that left the
-group are ended by ``kill(-1)`` sent *as the sandbox's uid*, which can reach nothing else.
+The grader trusts only what it observes: its process (pid, exit status), its clock, its tier, and replies checked
+against a schema. It signals only the process group it created, before reaping its leader; in the container tier,
+processes that left the group are ended by ``kill(-1)`` sent as the sandbox's uid, which can reach nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -40,6 +37,8 @@ import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+from ._wire import Malformed
 
 __all__ = []  # internal to xorlib.coursework
 
@@ -222,8 +221,6 @@ class Session:
         or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
         raises :class:`~xorlib.coursework._wire.Malformed` (the session stays usable).
         """
-        from ._wire import Malformed
-
         deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
         try:
             self._write((json.dumps({**request, "id": token}) + "\n").encode(), deadline)
@@ -282,10 +279,8 @@ class Session:
         for _ in range(50):
             info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if info is not None:
-                code = info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status
-                return (
-                    f"its process ended ({f'killed by signal {code - 128}' if code > 128 else f'exit status {code}'})"
-                )
+                killed = info.si_code != os.CLD_EXITED
+                return f"its process ended ({'killed by signal' if killed else 'exit status'} {info.si_status})"
             time.sleep(0.02)
         return "its process closed its channel"
 
@@ -293,16 +288,12 @@ class Session:
         """End the runner: its process group (the leader is not reaped yet), then, in the container tier, every
         process of its uid, from a process of that uid; then reap and clean up."""
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self.proc.wait()
             os.set_blocking(self.proc.stderr.fileno(), False)  # what is left of its messages, never waiting for more
-            try:
-                self.stderr = (self.stderr + (os.read(self.proc.stderr.fileno(), 4096) or b""))[-4096:]
-            except BlockingIOError:
-                pass
+            with contextlib.suppress(BlockingIOError):
+                self.stderr = (self.stderr + os.read(self.proc.stderr.fileno(), 4096))[-4096:]
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 stream.close()
             if self.tier.name == "container" and self.uid is not None:
@@ -311,13 +302,13 @@ class Session:
                                group=self.uid, extra_groups=[], cwd="/", env={}, check=False, timeout=30)  # fmt: skip
                 for shared in ("/tmp", "/var/tmp", "/dev/shm"):  # what it left for a later sandbox to read
                     for entry in os.scandir(shared) if os.path.isdir(shared) else ():
-                        try:  # other processes (the other worker too) create and delete their files meanwhile
-                            if entry.stat(follow_symlinks=False).st_uid == self.uid:
-                                shutil.rmtree(entry.path, True) if entry.is_dir(follow_symlinks=False) else os.unlink(
-                                    entry.path
-                                )
-                        except FileNotFoundError:
-                            pass
+                        with contextlib.suppress(FileNotFoundError):  # other processes delete their files meanwhile
+                            if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                                continue
+                            if entry.is_dir(follow_symlinks=False):
+                                shutil.rmtree(entry.path, ignore_errors=True)
+                            else:
+                                os.unlink(entry.path)
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
