@@ -340,7 +340,7 @@ def test_the_grading_build_leaves_out_every_module_that_answers_a_question(tmp_p
     assert not modules & {"population", "empirical", "attention", "certify", "model", "codes", "theory", "one_step"}
     package = write_build(tmp_path) / "xorlib"
     assert not (package / "coursework").exists() and (package / "task.py").is_file()
-    assert (tmp_path / "_runner.py").is_file() and (tmp_path / "_wire.py").is_file()
+    assert (tmp_path / "_runner.py").is_file()
     forbidden = {name.split(".")[1] for q in AUTO for name in q.forbidden}
     assert forbidden and not forbidden & modules
     with pytest.raises(RuntimeError, match="would hold xorlib.task"):

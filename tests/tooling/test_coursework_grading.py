@@ -516,7 +516,7 @@ def test_every_chapters_solutions_pass_in_the_sandbox() -> None:
                 cell = session.ask({"op": "cell", "q": q.id, "code": q.answer_source(), "function": q.function}, 60)
                 assert cell["error"] is None and cell["defined"] is True, (q.id, cell)
                 for case, expected, public in _cases(q.id, 5):
-                    from xorlib.coursework._wire import encode_input
+                    from xorlib.coursework._runner import encode_input
                     from xorlib.coursework.feedback import judge
 
                     request = {"op": "case", "q": q.id, "args": encode_input(tuple(case.args)),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from _classroom import FIXTURE, Q2, Q3, ROOT, answers, code, other_python, run_as, submission, write
 
-from xorlib.coursework import _wire
+from xorlib.coursework import _runner
 from xorlib.coursework._build import grading_build
 from xorlib.coursework.grading import _cases
 from xorlib.coursework.sandbox import SandboxUnavailable, Tier, choose_tier, site_dirs
@@ -56,10 +56,10 @@ def test_every_malformed_output_is_refused_as_data() -> None:
         ({"shape": [], "data": [1.0], "extra": 1}, "not an encoded value"),
         ([1, 2], "not an encoded value"),
     ):
-        with pytest.raises(_wire.Malformed, match=why):
-            _wire.decode_output(bad)
-    assert _wire.decode_output({"shape": [2], "data": [1, float("nan")]}).shape == (2,)
-    assert _wire.decode_output({"type": "str<script>"}) == "strscript"
+        with pytest.raises(_runner.Malformed, match=why):
+            _runner.decode_output(bad)
+    assert _runner.decode_output({"shape": [2], "data": [1, float("nan")]}).shape == (2,)
+    assert _runner.decode_output({"type": "str<script>"}) == "strscript"
 
 
 # ----------------------------------------------------------------------------- attacks on the grader

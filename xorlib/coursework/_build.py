@@ -88,8 +88,7 @@ def write_build(dest: Path, forbidden: set[str] = frozenset()) -> Path:
             shutil.copyfile(_PACKAGE / f"{name}.py", package / f"{name}.py")
     allowed = ", ".join(f"xorlib.{a}" for a in ALLOWED)
     (package / "__init__.py").write_text(_INIT.format(allowed=allowed, present=tuple(modules)))
-    for runner in ("_runner.py", "_wire.py"):
-        shutil.copyfile(Path(__file__).with_name(runner), Path(dest) / runner)
+    shutil.copyfile(Path(__file__).with_name("_runner.py"), Path(dest) / "_runner.py")
     for path in [Path(dest), *Path(dest).rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)  # readable by the sandbox's uid; nothing secret in it
     return Path(dest)

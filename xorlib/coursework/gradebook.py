@@ -7,14 +7,11 @@ name, copy numbers and "late". Several files of one student for one chapter: the
 graded, and the gradebook says which. :meth:`ClassReport.write` writes into ``OUT``:
 
 ``gradebook.csv``               a row per student: a column per question, totals, the weighted grade, notes;
-``feedback/<id>.html``, ``.md`` each student's feedback page;
+``feedback/<id>.html``, ``.md`` each student's feedback page (every text escaped: it may quote the student's code);
 ``results/<id>.json``           each student's Gradescope ``results.json``;
 ``similarity.md``               the pairs of similar answers and the matches with the book's solutions;
 ``written_marks_template.csv``  a sheet for the written questions (fill it in, pass it back with ``--marks``);
 ``reports/<id>.json``           the reports themselves, for ``--only ID`` to regrade one student.
-
-A feedback page (:func:`html_page`, :func:`markdown_page`) escapes every text (it may quote the student's own code);
-a hidden case appears only by its description and a fixed diagnosis, as in the report.
 """
 
 from __future__ import annotations
@@ -51,12 +48,9 @@ class MarksError(ValueError):
 
 
 def _csv_text(rows: list) -> str:
-    """CSV text whose cells a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return is quoted with
-    ``'`` (a file name must not become a formula)."""
+    """CSV text a spreadsheet shows as text: a leading ``= + - @``, tab or CR is quoted with ``'`` (no formulas)."""
     out = io.StringIO()
-    safe = [
-        ["'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v for v in r] for r in rows
-    ]
+    safe = [["'" + v if isinstance(v, str) and v[:1] in "=+-@\t\r" and v else v for v in r] for r in rows]
     csv.writer(out, lineterminator="\n").writerows(safe)
     return out.getvalue()
 
@@ -86,25 +80,19 @@ class Config:
             raise MarksError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({err})") from None
         if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("points", "weights")):
             raise MarksError(f"{path}: expected a table of settings, with points and weights as tables")
-        if unknown := set(data) - {"points", "weights", "similarity_threshold"}:
-            raise MarksError(
-                f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; use points, weights, similarity_threshold"
-            )
         points, weights = dict(data.get("points", {})), dict(data.get("weights", {}))
-        known = {q.id for qs in CHAPTERS.values() for q in qs}
-        for qid, value in points.items():
-            if qid not in known:
-                raise MarksError(f"{path}: points names an unknown question {qid!r}")
-            if type(value) is not int or not 0 < value <= 1000:
-                raise MarksError(f"{path}: points.{qid} must be an integer in [1, 1000], got {value!r}")
-        for chapter, value in weights.items():
-            if chapter not in CHAPTERS or type(value) not in (int, float) or not (math.isfinite(value) and value >= 0):
-                raise MarksError(
-                    f"{path}: weights.{chapter} must be a chapter of the bank and a number >= 0, got {value!r}"
-                )
-        threshold = data.get("similarity_threshold", THRESHOLD)
+        threshold, known = data.get("similarity_threshold", THRESHOLD), {q.id for qs in CHAPTERS.values() for q in qs}
+        problems = [f"unknown setting {k} (use points, weights, similarity_threshold)" for k in sorted(data)
+                    if k not in ("points", "weights", "similarity_threshold")]  # fmt: skip
+        problems += [f"points names an unknown question {q!r}" if q not in known else
+                     f"points.{q} must be an integer in [1, 1000], got {v!r}" for q, v in points.items()
+                     if q not in known or type(v) is not int or not 0 < v <= 1000]  # fmt: skip
+        problems += [f"weights.{c} must be a chapter of the bank and a number >= 0, got {v!r}" for c, v in weights.items()
+                     if c not in CHAPTERS or type(v) not in (int, float) or not (math.isfinite(v) and v >= 0)]  # fmt: skip
         if type(threshold) not in (int, float) or not 0 < threshold <= 1:
-            raise MarksError(f"{path}: similarity_threshold must be in (0, 1], got {threshold!r}")
+            problems.append(f"similarity_threshold must be in (0, 1], got {threshold!r}")
+        if problems:
+            raise MarksError(f"{path}: {'; '.join(problems)}")
         return cls(points, weights, float(threshold))
 
     def points_of(self, question) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _wire
+from . import _runner
 from ._build import grading_build
 from .bank import chapter_questions, get_question
 from .bank._common import SETUP
@@ -194,7 +194,7 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                         request = {"op": "cell", "q": q.id, "code": code, "function": q.function}
                         try:
                             reply = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
-                        except _wire.Malformed as err:
+                        except _runner.Malformed as err:
                             reply = {"defined": False, "error": {"type": "", "message": f"malformed reply ({err})"}}
                         if outcome.cell is None:
                             outcome.cell, outcome.used = reply, outcome.used + time.monotonic() - start
@@ -203,11 +203,11 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                 if outcome.stopped or k in outcome.replies or (outcome.cell or {}).get("defined") is not True:
                     continue
                 start = time.monotonic()
-                request = {"op": "case", "q": q.id, "args": _wire.encode_input(tuple(case.args)),
+                request = {"op": "case", "q": q.id, "args": _runner.encode_input(tuple(case.args)),
                            "forbid_autograd": None if q.autograd else f"{q.id} asks for this without autograd"}  # fmt: skip
                 try:
                     outcome.replies[k] = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
-                except _wire.Malformed as err:
+                except _runner.Malformed as err:
                     outcome.replies[k] = f"malformed result ({err})"
                 outcome.used += time.monotonic() - start
             session.close()
@@ -247,12 +247,12 @@ def _got(reply: object, question: AutoQuestion, public: bool) -> tuple | str:
             else _error_text(reply.get("error"), question.function, public)
         )
     try:
-        value = _wire.decode_output(reply["value"])
+        value = _runner.decode_output(reply["value"])
         if isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(v, str) for v in value)):
             kind = f" ({value})" if public and isinstance(value, str) else ""
             return f"{question.function} returned something that is not numbers{kind}"
         return as_outputs(value, question.outputs)
-    except _wire.Malformed as err:
+    except _runner.Malformed as err:
         return f"malformed result ({err})"
     except ReturnError as err:
         return str(err) if public else "the answer returned the wrong kind of value"

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ._wire import Malformed
+from ._runner import Malformed
 
 __all__ = []  # internal to xorlib.coursework
 
@@ -219,7 +219,7 @@ class Session:
 
         Each request carries a fresh random id, which its reply must echo: lines with another id (a stale reply,
         or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
-        raises :class:`~xorlib.coursework._wire.Malformed` (the session stays usable).
+        raises :class:`~xorlib.coursework._runner.Malformed` (the session stays usable).
         """
         deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
         try:
