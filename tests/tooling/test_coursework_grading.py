@@ -27,9 +27,8 @@ from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, chapter_questions, get_question
 from xorlib.coursework.gradebook import MarksError, read_marks
 from xorlib.coursework.questions import AutoQuestion
-from xorlib.coursework.render import sync_chapter
+from xorlib.coursework.render import student_notebook, sync_chapter
 from xorlib.coursework.sandbox import SandboxUnavailable
-from xorlib.coursework.student import student_notebook
 
 CELL_S = "5"  # bounds the runaway cells; every honest cell here runs in milliseconds
 GUARDED = ROOT / "xorlib" / "population.py"  # a source file a hostile answer tries to edit

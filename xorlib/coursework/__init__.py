@@ -23,8 +23,7 @@ from .autograder import write_zip
 from .feedback import CheckFailure, check
 from .gradebook import ClassReport, Config, grade_class, load_reports, read_marks, read_roster
 from .grading import GradeReport, grade_path, grading_settings
-from .render import question_table
-from .student import write_student_notebooks
+from .render import question_table, write_student_notebooks
 
 __all__ = ["CheckFailure", "autograder_zip", "check", "grade_all", "grade_notebook", "question_table",
            "student_notebooks"]  # fmt: skip
