@@ -1,11 +1,9 @@
-r"""Feedback on an answer: the student-facing ``check("ch02-q1", my_function)``, and the comparison and diagnosis
-that both it and the grader use, so that a student sees while working exactly the diagnosis the grader writes.
+r"""Feedback on an answer: the student's ``check("ch02-q1", my_function)`` (public cases, in the student's kernel),
+and the comparison and diagnosis the grader uses too, so that a student sees while working what the grader writes.
 
-``check`` runs only the public cases, in the student's kernel; grading never runs it, nor anything in that
-kernel. Values are compared as float64 NumPy arrays. A failure names the test case, the output, what was
-expected and what came back, the largest difference and, when it recognises one, the mistake: a known mistake of
-the question, a constant factor (the wrong sign, a missing :math:`\tfrac12`, :math:`d-1` where :math:`d` belongs),
-the right values in another order, a wrong shape, NaNs.
+Values are compared as float64 arrays. A failure names the case, the output, what was expected and what came back,
+the largest difference and, when it recognises one, the mistake: a known mistake of the question, a constant factor
+(the wrong sign, a missing :math:`\tfrac12`, :math:`d-1` where :math:`d` belongs), another order, a shape, NaNs.
 """
 
 from __future__ import annotations
@@ -20,7 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from ._runner import autograd_guard
 from .bank import CHAPTERS, get_question
 from .questions import AutoQuestion, Case
 
@@ -45,11 +45,11 @@ class Verdict:
 
 def _array(value: object, what: str) -> np.ndarray:
     """One returned value as a float64 array (tensors, arrays, numbers, nested lists of numbers)."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch here
-        if getattr(value, "is_complex", lambda: False)():
+    if isinstance(value, torch.Tensor):
+        if value.is_complex():
             raise ReturnError(f"{what} is a complex tensor; return a real floating tensor")
         value = value.detach().cpu().double().numpy()
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if isinstance(value, (bool, str)) or value is None:
         raise ReturnError(f"{what} should be a tensor or a number, got {type(value).__name__} {value!r:.60}")
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -195,12 +195,9 @@ def _fresh(args: tuple[object, ...]) -> tuple[object, ...]:
 def run_case(question: AutoQuestion, fn: Callable[..., object], case: Case) -> tuple | str:
     """Call ``fn`` on a case (autograd disabled where the question forbids it): its outputs as arrays, or why not."""
     try:
-        forbid = None if question.autograd else f"{question.id} asks for this without autograd"
-        import torch
-
-        from ._runner import autograd_guard
-
-        with autograd_guard(torch).forbid(forbid):
+        with autograd_guard(torch).forbid(
+            None if question.autograd else f"{question.id} asks for this without autograd"
+        ):
             value = fn(*_fresh(case.args))
     except NotImplementedError:
         return _NOT_IMPLEMENTED

@@ -48,13 +48,20 @@ class _Question:
     """What both kinds share: the effort, checked when a question is made, and the chapter its id names."""
 
     def __post_init__(self) -> None:
-        if self.level not in LEVELS:
-            raise ValueError(
-                f"question {self.id}: level must be one of {', '.join(map(repr, LEVELS))}, got {self.level!r}"
-            )
+        """Refuse a malformed question: its id, points, level, time, solution markers, or autograd flag."""
+        match, auto = _ID.match(self.id), isinstance(self, AutoQuestion)
+        problems = [f"its id must look like 'chNN-{'q' if auto else 'w'}K'" * (not match or (match["kind"] == "q") != auto),
+                    "it must be worth a positive number of points" * (self.points <= 0),
+                    f"level must be one of {', '.join(map(repr, LEVELS))}, got {self.level!r}" * (self.level not in LEVELS)]  # fmt: skip
         if type(self.minutes) is not int or not MINUTES[0] <= self.minutes <= MINUTES[1]:
-            raise ValueError(f"question {self.id}: minutes must be an int from {MINUTES[0]} to {MINUTES[1]} (the "
-                             f"estimated time for a student who has read the chapter), got {self.minutes!r}")  # fmt: skip
+            problems.append(f"minutes must be an int from {MINUTES[0]} to {MINUTES[1]} (the estimated time for a "
+                            f"student who has read the chapter), got {self.minutes!r}")  # fmt: skip
+        if auto and stub_source(self.answer_source()) == self.answer_source():
+            problems.append("the solution has no # BEGIN SOLUTION / # END SOLUTION block")
+        if auto and ("without autograd" in self.prompt) == self.autograd:
+            problems.append("autograd=False exactly where the prompt says 'without autograd'")
+        if problems := [p for p in problems if p]:
+            raise ValueError(f"question {self.id}: {'; '.join(problems)}")
 
     @property
     def chapter(self) -> str:
@@ -200,20 +207,3 @@ def stub_source(source: str) -> str:
     if inside:
         raise ValueError("BEGIN SOLUTION without an END SOLUTION")
     return "\n".join(out)
-
-
-def check_question(question: Question, chapter: str) -> None:
-    """Refuse a malformed bank entry (an id outside its chapter, no points, no level or time, no solution markers)."""
-    match = _ID.match(question.id)
-    if not match or f"ch{match.group('chapter')}" != chapter:
-        raise ValueError(
-            f"question id {question.id!r} must look like '{chapter}-q1' (auto) or '{chapter}-w1' (written)"
-        )
-    if (match.group("kind") == "q") != isinstance(question, AutoQuestion):
-        raise ValueError(f"question {question.id}: ids of auto-graded questions use 'q', written ones 'w'")
-    if question.points <= 0:
-        raise ValueError(f"question {question.id} must be worth a positive number of points")
-    if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
-        raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
-    if isinstance(question, AutoQuestion) and ("without autograd" in question.prompt) == question.autograd:
-        raise ValueError(f"question {question.id}: autograd=False exactly where the prompt says 'without autograd'")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..questions import AutoQuestion, Question, check_question
+from ..questions import AutoQuestion, Question
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07
 
 __all__ = ["CHAPTERS", "chapter_questions"]  # what a teacher reads; the rest is internal to xorlib.coursework
@@ -25,9 +25,10 @@ def _collect() -> dict[str, tuple[Question, ...]]:
         if len(set(functions)) != len(functions):
             raise ValueError(f"{chapter}: two questions ask for a function of the same name")
         for question in module.QUESTIONS:
-            check_question(question, chapter)
-            if question.id in seen:
-                raise ValueError(f"question id {question.id} is used twice")
+            if question.chapter != chapter or question.id in seen:
+                raise ValueError(
+                    f"question {question.id}: its id is used twice, or names another chapter than {chapter}"
+                )
             seen.add(question.id)
         chapters[chapter] = tuple(module.QUESTIONS)
     return chapters
