@@ -23,6 +23,7 @@ checks what comes back with :func:`decode_output`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -33,30 +34,22 @@ from typing import Any
 
 __all__ = []  # internal to xorlib.coursework
 
-_AUTOGRAD = {
-    "Tensor": ("backward",),
-    "autograd": ("grad", "backward"),
-    "autograd.functional": ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"),
-    "func": ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"),
-}
+_AUTOGRAD = {"Tensor": ("backward",), "autograd": ("grad", "backward"),
+             "autograd.functional": ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"),
+             "func": ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian")}  # fmt: skip
 
 
 class AutogradGuard:
-    """Autograd's entry points, wrapped once so that they raise, saying why, inside :meth:`forbid`.
-
-    Installed before any answer cell runs, so that ``from torch.autograd import grad`` in a cell binds the
-    wrapper; :meth:`forbid` also turns gradient recording off.
-    """
+    """Autograd's entry points, wrapped so that they raise, saying why, inside :meth:`forbid` (which also turns
+    gradient recording off). Installed before any answer runs, so that a cell's ``from torch.autograd import grad``
+    binds the wrapper."""
 
     def __init__(self, torch) -> None:
         self.torch, self.reason = torch, None
         for path, names in _AUTOGRAD.items():
-            owner = torch
-            for part in filter(None, path.split(".")):
-                owner = getattr(owner, part)
-            for name in names:
-                if hasattr(owner, name) and not getattr(getattr(owner, name), "_guarded", False):
-                    setattr(owner, name, self._wrap(getattr(owner, name), f"torch.{path + '.' if path else ''}{name}"))
+            owner = functools.reduce(getattr, path.split("."), torch)
+            for name in (n for n in names if hasattr(owner, n)):
+                setattr(owner, name, self._wrap(getattr(owner, name), f"torch.{path}.{name}"))
 
     def _wrap(self, original, label: str):
         def guarded(*args, **kwargs):
@@ -64,7 +57,6 @@ class AutogradGuard:
                 raise RuntimeError(f"{label} is disabled here: {self.reason}")
             return original(*args, **kwargs)
 
-        guarded._guarded = True
         return guarded
 
     @contextlib.contextmanager
@@ -160,11 +152,8 @@ def decode_output(data: Any, depth: int = 0) -> Any:
         raise Malformed("not an encoded value")
     if set(data) == {"shape", "data"}:
         shape, flat = data["shape"], data["data"]
-        if (
-            not isinstance(shape, list)
-            or len(shape) > MAX_DIMS
-            or not all(type(s) is int and 0 <= s <= MAX_ENTRIES for s in shape)
-        ):
+        sizes = isinstance(shape, list) and all(type(s) is int and 0 <= s <= MAX_ENTRIES for s in shape)
+        if not sizes or len(shape) > MAX_DIMS:
             raise Malformed("a malformed shape")
         if not isinstance(flat, list) or len(flat) > MAX_ENTRIES or math.prod(shape) != len(flat):
             raise Malformed("entries that do not fill the shape")
