@@ -1,13 +1,10 @@
 """Reading notebooks, and finding a question's answer cell and check cell in a submission.
 
-The cells are found by their tags, which the sync and student tools write:
-``answer-<id>`` on the answer cell, ``check-<id>`` on the check cell,
-``written-<id>`` on the Markdown cell of a written answer, and
-``coursework-setup`` on the cell that imports ``check``. An answer cell whose
-tag was lost is found by the function it defines. The check cell must be
-exactly the teacher's (:meth:`~xorlib.coursework.questions.AutoQuestion.check_source`)
-and sit after its answer cell and before the next question's; otherwise the
-question scores 0 and the report says why.
+The cells are found by their tags, which the sync and student tools write: ``answer-<id>`` on the answer cell,
+``check-<id>`` on the check cell, ``written-<id>`` on the Markdown cell of a written answer, and ``coursework-setup`` on
+the cell that imports ``check``. An answer cell whose tag was lost is found by the function it defines. The check cell
+must be exactly the teacher's (:meth:`~xorlib.coursework.questions.AutoQuestion.check_source`) and sit after its answer
+cell and before the next question's; otherwise the question scores 0 and the report says why.
 """
 
 from __future__ import annotations

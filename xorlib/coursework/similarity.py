@@ -1,12 +1,11 @@
 r"""Which answers of a class look copied: from each other, or from the book's published solutions.
 
-Each answer cell is normalised before it is compared: parsed, docstrings dropped, every name the cell binds
-(functions, arguments, variables, imports) renamed in order of first use, and printed again (``ast.unparse``), so
-renaming, reformatting and comments change nothing. Two answers are compared by the Jaccard index of their sets of
-token 5-grams, :math:`|A \cap B| / |A \cup B|` (MOSS's idea, without its winnowing): 1 for the same program.
-A pair at or above the threshold is flagged, and so is an answer that matches the bank's own solution, which the
-full book publishes. Unanswered cells (the stub) and very short answers are left out: short correct answers agree
-by necessity.
+Each answer cell is normalised before it is compared: parsed, docstrings dropped, every name the cell binds (functions,
+arguments, variables, imports) renamed in order of first use, and printed again (``ast.unparse``), so renaming,
+reformatting and comments change nothing. Two answers are compared by the Jaccard index of their sets of token 5-grams,
+:math:`|A \cap B| / |A \cup B|` (MOSS's idea, without its winnowing): 1 for the same program. A pair at or above the
+threshold is flagged, and so is an answer that matches the bank's own solution, which the full book publishes.
+Unanswered cells (the stub) and very short answers are left out: short correct answers agree by necessity.
 """
 
 from __future__ import annotations

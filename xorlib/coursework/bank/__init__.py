@@ -1,8 +1,7 @@
 """The question bank: one module per main chapter, ``ch01`` ... ``ch07``, each with a ``QUESTIONS`` tuple.
 
-A chapter file ``chapters/NN_name.md`` is matched to the bank module ``chNN``
-by its two-digit prefix. Inside a chapter, auto-graded questions share the
-notebook's namespace, so their function names must differ.
+A chapter file ``chapters/NN_name.md`` is matched to the bank module ``chNN`` by its two-digit prefix. Inside a chapter,
+auto-graded questions share the notebook's namespace, so their function names must differ.
 """
 
 from __future__ import annotations
