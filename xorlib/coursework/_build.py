@@ -1,9 +1,8 @@
 """The grading build: what the sandbox sees of xorlib (:mod:`xorlib.task` and what it imports) and the runner.
 
-Answers run against this build, never against the package: it holds :mod:`xorlib.task` (``all_inputs`` and
-friends, which some answers use) and the modules (or subpackages) it imports, found by reading their relative
-imports, whatever the core comes to import. Every other module is absent, and importing one says why. A build that
-would contain a module a question forbids (its reference) is refused.
+It holds :mod:`xorlib.task` (``all_inputs`` and friends) and what it imports, found by reading its relative imports,
+whatever the core comes to import; any other module is absent, and importing one says why. A build that would hold
+a module a question forbids (its reference) is refused.
 """
 
 from __future__ import annotations

@@ -11,13 +11,9 @@ nothing of a later request (a hidden case's inputs) is in this process before it
 ``case``   call a kept function on decoded arguments (autograd disabled where the question forbids it).
 
 Before the first answer runs, file descriptors 1 and 2 point to ``/dev/null``: nothing an answer prints goes
-anywhere. Nothing here is trusted: the grader checks each reply against a schema and keeps its own clock.
-Only the standard library and (after the setup) torch are imported.
-
-JSON carries numbers, lists and strings only, so nothing the sandbox writes can become code or an object in the
-grader. A tensor is ``{"shape": [...], "data": [flat entries]}`` (floats round-trip exactly; NaN and infinities as
-``NaN``/``Infinity``), a tuple ``{"tuple": [...]}``, anything else ``{"type": "<its type name>"}``; the grader
-checks what comes back with :func:`decode_output`.
+anywhere. Nothing here is trusted: the grader checks each reply (:func:`decode_output`) and keeps its own clock.
+JSON carries numbers, lists and strings only: a tensor is ``{"shape": [...], "data": [flat entries]}``, a tuple
+``{"tuple": [...]}``, anything else ``{"type": "<its type name>"}``. Only the standard library and torch are imported.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The Gradescope autograder: a zip laid out as Gradescope's specification asks, and what runs inside it.
 
-`Gradescope's format <https://gradescope-autograders.readthedocs.io/en/latest/specs/>`_ (the one otter-grader's
-zips follow): at the root of the zip, ``setup.sh`` (run once, as root, to build the image) and ``run_autograder``
-(run for every submission, in ``/autograder``); the zip's contents land in ``/autograder/source``; the submission
-is in ``/autograder/submission``; the result goes to ``/autograder/results/results.json``. Ours also holds
-``requirements.txt`` (every package the grader imports, pinned to the versions it was made with), ``config.json``
-(the chapter, the hidden seed, the points) and ``xorlib/`` (the package itself, bank included). ``setup.sh`` makes
-``/autograder/source`` private to root, so that the answers (a fresh uid in the container tier) cannot read it.
+`Gradescope's format <https://gradescope-autograders.readthedocs.io/en/latest/specs/>`_ (otter-grader's too):
+``setup.sh`` (run once, as root) and ``run_autograder`` (per submission) at the root; the zip lands in
+``/autograder/source``, the submission in ``/autograder/submission``, the result goes to
+``/autograder/results/results.json``. Ours also holds ``requirements.txt`` (pinned), ``config.json`` (chapter,
+hidden seed, points) and ``xorlib/``; ``setup.sh`` makes the source private to root, out of the answers' reach.
 """
 
 from __future__ import annotations

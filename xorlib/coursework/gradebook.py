@@ -166,15 +166,14 @@ def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None)
     refused: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(folder):  # os.walk never follows a link to a folder
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in [d for d in dirs if Path(root, d).is_symlink()]:  # reported, not silently passed over
-            refused.append((str(Path(root, name).relative_to(folder)), "a symbolic link: refused"))
-            dirs.remove(name)
-        for name in sorted(files):
+        links = [d for d in dirs if Path(root, d).is_symlink()]  # reported, not silently passed over
+        dirs[:] = [d for d in dirs if d not in links]
+        for name in [*links, *sorted(files)]:
             path = Path(root, name)
-            if name.startswith(".") or path.suffix not in (".ipynb", ".md"):
-                continue
             relative = path.relative_to(folder)
-            if any(Path(folder, *relative.parts[: k + 1]).is_symlink() for k in range(len(relative.parts))):
+            if name not in links and (name.startswith(".") or path.suffix not in (".ipynb", ".md")):
+                continue
+            if path.is_symlink():  # (os.walk enters no linked folder: a file's folders are none)
                 refused.append((str(relative), "a symbolic link: refused"))
                 continue
             if roster is None:

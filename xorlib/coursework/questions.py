@@ -75,36 +75,26 @@ class AutoQuestion(_Question):
 
     Parameters
     ----------
-    id
-        ``"chNN-qK"``; also the exercise's label in the book and the tag suffix of its cells.
-    title, points, prompt
-        What the book shows (the prompt is Markdown with :math:`\LaTeX`).
-    level, minutes
-        The difficulty, one of :data:`LEVELS`, and the minutes a student who has read the chapter should expect
-        to spend (an int in :data:`MINUTES`); the exercise's header shows both.
+    id, title, points, level, minutes, prompt
+        ``"chNN-qK"`` (also the exercise's label and its cells' tag suffix); what the book shows (the prompt in
+        Markdown with :math:`\LaTeX`); the difficulty (:data:`LEVELS`) and the minutes to expect (:data:`MINUTES`).
     solution
         The teacher's solution, a top-level function of the bank module whose body sits between ``# BEGIN
-        SOLUTION`` and ``# END SOLUTION`` (nbgrader's and otter-grader's markers): its source is the book's answer
-        cell, and with the body replaced by :data:`STUB` the student's. Its name is the function the student writes.
-    reference
-        Computes the expected output from the same arguments, in the grader's process only.
-    public, hidden
-        ``public()`` and ``hidden(seed)`` return the test cases; only public ones appear in the feedback, hidden
-        ones are drawn from the teacher's seed when grading.
-    outputs
-        Names of the returned values, e.g. ``("weights", "z")`` for a pair.
-    imports
-        Lines placed above the function in the answer cell (helpers an answer may use).
+        SOLUTION`` and ``# END SOLUTION`` (nbgrader's markers): its source is the book's answer cell, and with the
+        body replaced by :data:`STUB` the student's. Its name is the function the student writes.
+    reference, public, hidden
+        The expected output from the same arguments (computed in the grader only); ``public()`` and
+        ``hidden(seed)``, the test cases (hidden ones drawn from the teacher's seed, never shown).
+    outputs, imports
+        Names of the returned values (``("weights", "z")``); lines above the function in the answer cell.
     mistakes, diagnose, hint, nan_hint
         Known mistakes, recognised by their outputs; an optional ``diagnose(args, got, expected) -> str | None``
         tried when none matches; a line shown with every failure; what to say about NaN or infinite entries.
     rtol, atol
         Tolerances of :func:`numpy.allclose`; ``atol`` is scaled by the largest expected magnitude (at least 1).
-    forbidden
-        The xorlib names that would answer the question: the grading build leaves them out.
-    autograd
-        ``False`` where the prompt asks for the computation without autograd: the cases then run with autograd
-        disabled, and an answer cell that names it scores 0.
+    forbidden, autograd
+        The xorlib names that would answer the question (the grading build leaves them out); ``False`` where the
+        prompt says "without autograd": the cases then run with autograd disabled, and a cell naming it scores 0.
     """
 
     id: str

@@ -1,20 +1,15 @@
-"""The exercise section of a chapter, written from the bank, and ``python -m xorlib.coursework sync``.
+"""The exercises, written from the bank: the book's section (``sync``), and the student versions (``student``).
 
-The book's version (:func:`teacher_region`) holds, per auto-graded question, an ``{exercise}`` directive, the
-answer cell (the teacher's solution, folded, tagged ``answer-<id>``) and the check cell (``check-<id>``); per
-written question, an ``{exercise}``, its rubric and its model answer, both folded. The student's version
-(:func:`student_region`) has ``raise NotImplementedError`` for the solutions and no rubrics or model answers.
-:func:`sync_chapter` rewrites only the text between the marker lines :data:`BEGIN` and :data:`END` (each alone on
-its line, once per chapter, outside code blocks, so that a chapter may quote them), byte for byte idempotent; a
-chapter without markers is left untouched, one with malformed markers is reported as an error.
+The book's region (:func:`teacher_region`) holds per auto-graded question an ``{exercise}``, the answer cell (the
+solution, folded, tagged ``answer-<id>``) and the check cell (``check-<id>``); per written question, an
+``{exercise}``, its rubric and model answer, folded. :func:`sync_chapter` rewrites only the text between the lines
+:data:`BEGIN` and :data:`END` (once per chapter, outside code blocks), byte for byte idempotent.
 
-The student versions, the notebooks (``python -m xorlib.coursework student``) and the book's student edition
-(``_ext/student_edition.py``), come from one transformation, :func:`student_text`: the chapter's region replaced by
-the student's (built from the bank, so nothing of the teacher's region can leak through) and, as a second line of
-defence, every other solution removed: ``{solution}`` directives, everything from ``{solution-start}`` to
-``{solution-end}``, ``<!-- BEGIN SOLUTION -->`` blocks, code cells tagged ``solution``, and the bodies of ``# BEGIN
-SOLUTION`` blocks in code. A chapter without the markers gets the exercises appended. A bank chapter id (``"ch02"``)
-in place of a file gives the exercises alone: what a teacher needs outside the repository.
+The student notebooks and the book's student edition (``_ext/student_edition.py``) come from :func:`student_text`:
+the region replaced by :func:`student_region` (stubs, no rubrics or model answers, built from the bank, so nothing
+of the teacher's region leaks) and, as a second line of defence, every other solution removed: ``{solution}``
+directives, ``{solution-start}`` to ``{solution-end}``, ``<!-- BEGIN SOLUTION -->`` blocks, code cells tagged
+``solution``, the bodies of ``# BEGIN SOLUTION`` blocks. A bank chapter id (``"ch02"``) gives the exercises alone.
 """
 
 from __future__ import annotations

@@ -156,13 +156,11 @@ _uid_lock, _uid_counter = threading.Lock(), itertools.count()
 
 
 def _owners() -> list[int]:
-    """The uid of every process of the machine."""
+    """The uid of every process of the machine (but those that end meanwhile)."""
     found = []
-    for entry in os.listdir("/proc"):
-        try:
-            found += [os.stat(f"/proc/{entry}").st_uid] if entry.isdigit() else []
-        except OSError:  # it ended meanwhile
-            continue
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            found.append(os.stat(f"/proc/{entry}").st_uid)
     return found
 
 
@@ -177,11 +175,8 @@ def _fresh_uid() -> int:
 
 
 class Session:
-    """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply.
-
-    Raises :class:`Stopped` (from the constructor too) when the runner does not answer in time, dies, sends more
-    than ``limits.reply_mb``, or breaks the line framing; the session is then closed.
-    """
+    """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply, or
+    raises :class:`Stopped` (the constructor too) and closes the session."""
 
     def __init__(self, tier: Tier, limits: Limits, build: str, setup: str, readable: tuple[str, ...] = ()) -> None:
         self.tier, self.limits = tier, limits
@@ -215,12 +210,10 @@ class Session:
             raise Stopped(f"{stop}" + (f": {detail}" if detail else "")) from None
 
     def ask(self, request: dict, timeout: float) -> dict:
-        """Send one request; return its reply (a dict), or raise :class:`Stopped` (the session is then closed).
-
-        Each request carries a fresh random id, which its reply must echo: lines with another id (a stale reply,
-        or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
-        raises :class:`~xorlib.coursework._runner.Malformed` (the session stays usable).
-        """
+        """Send one request; return its reply (a dict), or raise :class:`Stopped` when the runner does not answer in
+        time, dies, or sends more than ``limits.reply_mb``. Each request carries a fresh random id, which its reply
+        must echo: lines with another id (a stale reply, or one the answer wrote) are skipped. A line that is not a
+        JSON object raises :class:`~xorlib.coursework._runner.Malformed` (the session stays usable)."""
         deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
         try:
             self._write((json.dumps({**request, "id": token}) + "\n").encode(), deadline)
@@ -386,11 +379,10 @@ def check_private(tier: Tier, build: str, paths: list[str], seed: int) -> None:
             f"in the container tier the answers' uid could read {', '.join(readable)}: make these private "
             f"(chmod -R go-rwx {' '.join(readable)}) or install bubblewrap"
         )
-    for entry in os.listdir("/proc"):
-        try:
-            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if entry.isdigit() else []
-        except OSError:
-            continue
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        words = []
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         if any(w.split(b"=")[-1] == str(seed).encode() for w in words):
             raise SandboxUnavailable(
                 f"the hidden seed is visible in the command line of process {entry} (/proc/{entry}/cmdline), which "

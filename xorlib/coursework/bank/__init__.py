@@ -41,16 +41,14 @@ _BY_ID = {q.id: q for questions in CHAPTERS.values() for q in questions}
 _PREFIX = re.compile(r"^(\d\d)_")
 
 
-def get_question(question_id: str) -> Question:
-    """The question with this id (``"ch02-q1"``).
+class UnknownQuestion(KeyError, ValueError):
+    """A question id the bank does not have (a :class:`KeyError`, and a :class:`ValueError` like other bad input)."""
 
-    Raises
-    ------
-    KeyError
-        For an unknown id, listing the known ones.
-    """
+
+def get_question(question_id: str) -> Question:
+    """The question with this id (``"ch02-q1"``); :class:`UnknownQuestion` for another, listing the known ones."""
     if question_id not in _BY_ID:
-        raise KeyError(f"no question {question_id!r}; the bank has {', '.join(_BY_ID)}")
+        raise UnknownQuestion(f"no question {question_id!r}: question_id must be one of {', '.join(_BY_ID)}")
     return _BY_ID[question_id]
 
 
