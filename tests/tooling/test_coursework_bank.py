@@ -333,7 +333,7 @@ def test_stub_source_replaces_only_the_solution_and_refuses_unbalanced_markers()
 
 
 def test_the_grading_build_leaves_out_every_module_that_answers_a_question(tmp_path) -> None:
-    from xorlib.coursework._build import build_modules, write_build
+    from xorlib.coursework.sandbox import build_modules, write_build
 
     modules = set(build_modules())
     assert "task" in modules

@@ -500,14 +500,13 @@ def test_marks_and_config_are_validated(tmp_path: Path) -> None:
 
 def test_every_chapters_solutions_pass_in_the_sandbox() -> None:
     """One runner, every chapter's solutions and cases: what the answers import is in the grading build."""
-    from xorlib.coursework._build import grading_build
     from xorlib.coursework.bank import CHAPTERS
     from xorlib.coursework.bank._common import SETUP
     from xorlib.coursework.grading import _cases, _got
     from xorlib.coursework.sandbox import Limits, Session, choose_tier
 
     _tier()
-    session = Session(choose_tier("auto", grading_build()), Limits(), grading_build(), SETUP)
+    session = Session(choose_tier("auto"), Limits(), SETUP)
     failed = []
     try:
         for chapter in CHAPTERS:

@@ -17,7 +17,6 @@ import pytest
 from _classroom import FIXTURE, Q2, Q3, ROOT, answers, code, other_python, run_as, submission, write
 
 from xorlib.coursework import _runner
-from xorlib.coursework._build import grading_build
 from xorlib.coursework.grading import _cases
 from xorlib.coursework.sandbox import SandboxUnavailable, Tier, choose_tier, site_dirs
 
@@ -27,7 +26,7 @@ SHARED = Path("/tmp")  # what an unprivileged user can reach (pytest's own folde
 
 def _bwrap_tier() -> Tier:
     try:
-        tier = choose_tier("auto", grading_build())
+        tier = choose_tier("auto")
     except SandboxUnavailable as err:
         pytest.skip(f"no sandbox tier here: {err}")
     if tier.name != "bwrap":
@@ -279,7 +278,7 @@ def test_probes_of_concurrent_workers_do_not_collide() -> None:
     uids = [_fresh_uid() for _ in range(50)]
     assert len(set(uids)) == 50 and all(u >= 2_000_000_000 for u in uids)
     try:
-        tier = choose_tier("auto", grading_build())
+        tier = choose_tier("auto")
     except SandboxUnavailable as err:
         pytest.skip(f"no sandbox tier here: {err}")
     if not tier.fresh_uid:
@@ -288,7 +287,7 @@ def test_probes_of_concurrent_workers_do_not_collide() -> None:
     cell = {"op": "cell", "q": "ch02-q1", "code": "def f():\n    return 1\n", "function": "f"}
 
     def worker(k: int) -> tuple[object, int | None, bool | None]:  # a session lives in its thread (--die-with-parent)
-        session = Session(tier, Limits(setup_s=120), grading_build(), "")
+        session = Session(tier, Limits(setup_s=120), "")
         try:
             opened.wait(timeout=300)  # all four are up at once
             if k == 0:

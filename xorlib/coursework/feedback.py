@@ -234,7 +234,7 @@ def _names(code: types.CodeType) -> Iterator[str]:
 
 def reference_used(fn: Callable[..., object]) -> str | None:
     """The xorlib module or function (other than :mod:`xorlib.task`) an answer reaches for, if any: grading runs
-    without them (:mod:`~xorlib.coursework._build`), so ``check`` says at once that such an answer would score 0."""
+    without them (:func:`~xorlib.coursework.sandbox.grading_build`), so ``check`` says at once that such an answer would score 0."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from . import _runner
-from ._build import grading_build
 from .bank import chapter_questions, get_question
 from .bank._common import SETUP
 from .feedback import ReturnError, as_outputs, autograd_used, expected_outputs, judge
@@ -145,10 +144,10 @@ def grading_settings(seed: object, practice: object, limits: object, sandbox: ob
         raise TypeError(f"limits must be a sandbox Limits or None, got {type(limits).__name__}")
     if sandbox not in SANDBOXES:
         raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
-    tier = choose_tier(sandbox, grading_build(), trusted=trusted)
+    tier = choose_tier(sandbox, trusted=trusted)
     package = Path(__file__).resolve().parents[1]
     secret = [package, *(Path(s) / "xorlib" for s in site_dirs()), *[p for p in private if p is not None]]
-    check_private(tier, grading_build(), [str(p) for p in secret], seed if seed != PUBLIC_SEED else -1)
+    check_private(tier, [str(p) for p in secret], seed if seed != PUBLIC_SEED else -1)
     return Grading(seed, limits, tier, dict(points))
 
 
@@ -182,7 +181,7 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
         try:
             if session is None:
                 try:
-                    session = Session(grading.tier, limits, grading_build(), SETUP)
+                    session = Session(grading.tier, limits, SETUP)
                 except OSError as err:  # e.g. no process could be forked: this notebook is not graded, not the class
                     raise Stopped(f"its process could not be started ({err})") from None
                 if not session.started.get("ok"):

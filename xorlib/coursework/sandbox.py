@@ -13,6 +13,10 @@
 ``unsandboxed``
     The grader's own user in a separate process: only for code the caller trusts (``trusted=True``).
 
+Answers see a *grading build* of xorlib (:func:`grading_build`), never the package: :mod:`xorlib.task` (``all_inputs``
+and friends) and what it imports, found by reading its relative imports; any other module is absent, and importing
+one says why. A build that would hold a module a question forbids (its reference) is refused.
+
 The grader trusts only what it observes: its process (pid, exit status), its clock, its tier, and replies checked
 against a schema. It signals only the process group it created, before reaping its leader; in the container tier,
 processes that left the group are ended by ``kill(-1)`` sent as the sandbox's uid, which can reach nothing else.
@@ -20,6 +24,8 @@ processes that left the group are ended by ``kill(-1)`` sent as the sandbox's ui
 
 from __future__ import annotations
 
+import ast
+import atexit
 import contextlib
 import functools
 import itertools
@@ -110,6 +116,93 @@ def site_dirs() -> list[str]:
     return sorted({os.path.realpath(p) for p in found})
 
 
+#: Modules of xorlib that answers may import (with whatever they import from xorlib).
+ALLOWED = ("task",)
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+_INIT = '''"""The grading build of xorlib: only {allowed}."""
+
+import importlib.abc
+import sys
+
+
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("xorlib.") and name.split(".")[1] not in {present!r}:
+            raise ModuleNotFoundError(
+                f"{{name}} is not available while grading: answers run without the book's reference code, so write "
+                "the computation yourself (the grading build holds only {allowed}).", name=name)
+
+
+sys.meta_path.insert(0, _Absent())
+
+
+def __getattr__(name):
+    raise AttributeError(f"module 'xorlib' has no attribute {{name!r}} while grading (only {allowed} is available)")
+'''
+
+
+# CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread: two threads
+# parsing at once (``grade_all``'s workers) can fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
+def _imports(path: Path) -> set[str]:
+    """The sibling modules a module (or every module of a subpackage) imports with ``from . import x``/``from .x``."""
+    names: set[str] = set()
+    for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        depth = len(file.relative_to(_PACKAGE).parts)  # the level of a relative import that reaches xorlib's top
+        with _PARSING:
+            tree = ast.parse(file.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == depth:
+                names |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return names
+
+
+def build_modules(allowed: tuple[str, ...] = ALLOWED) -> list[str]:
+    """``allowed`` and everything they import from xorlib (modules or subpackages), sorted."""
+    todo, found = list(allowed), set()
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            path = _PACKAGE / name if (_PACKAGE / name).is_dir() else _PACKAGE / f"{name}.py"
+            todo.extend(_imports(path) - found)
+    return sorted(found)
+
+
+def write_build(dest: Path, forbidden: set[str] = frozenset()) -> Path:
+    """Write the runner and the build of xorlib into ``dest``; refuse a build holding a ``forbidden`` module."""
+    modules = build_modules()
+    if leaked := set(modules) & forbidden:
+        raise RuntimeError(f"the grading build would hold xorlib.{', '.join(sorted(leaked))}, a reference of the bank")
+    package = Path(dest) / "xorlib"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in modules:
+        if (_PACKAGE / name).is_dir():
+            shutil.copytree(_PACKAGE / name, package / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(_PACKAGE / f"{name}.py", package / f"{name}.py")
+    allowed = ", ".join(f"xorlib.{a}" for a in ALLOWED)
+    (package / "__init__.py").write_text(_INIT.format(allowed=allowed, present=tuple(modules)))
+    shutil.copyfile(Path(__file__).with_name("_runner.py"), Path(dest) / "_runner.py")
+    for path in [Path(dest), *Path(dest).rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # readable by the sandbox's uid; nothing secret in it
+    return Path(dest)
+
+
+@functools.cache
+def grading_build() -> str:
+    """This process's build, in a temporary folder removed at exit."""
+    from .bank import CHAPTERS  # (the bank imports the maths core: not before it is needed)
+
+    forbidden = {name.split(".")[1] for qs in CHAPTERS.values() for q in qs for name in getattr(q, "forbidden", ())}
+    folder = tempfile.mkdtemp(prefix="xorlib-build-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(write_build(Path(folder), forbidden))
+
+
 def covered(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -178,9 +271,9 @@ class Session:
     """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply, or
     raises :class:`Stopped` (the constructor too) and closes the session."""
 
-    def __init__(self, tier: Tier, limits: Limits, build: str, setup: str, readable: tuple[str, ...] = ()) -> None:
+    def __init__(self, tier: Tier, limits: Limits, setup: str, readable: tuple[str, ...] = ()) -> None:
         self.tier, self.limits = tier, limits
-        self.uid = _fresh_uid() if tier.fresh_uid else None
+        self.uid, build = (_fresh_uid() if tier.fresh_uid else None), grading_build()
         self.workdir, self.stderr, self.buffer = None, b"", b""
         options: dict = {}
         if tier.name == "bwrap":
@@ -272,8 +365,9 @@ class Session:
         for _ in range(50):
             info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if info is not None:
-                killed = info.si_code != os.CLD_EXITED
-                return f"its process ended ({'killed by signal' if killed else 'exit status'} {info.si_status})"
+                code = info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status  # bwrap: 128 + n
+                ended = f"exit status {code}" if code <= 128 else f"killed by signal {code - 128}"
+                return f"its process ended ({ended})"
             time.sleep(0.02)
         return "its process closed its channel"
 
@@ -307,12 +401,12 @@ class Session:
             self.workdir = None
 
 
-def _probe(tier: Tier, build: str) -> str | None:
+def _probe(tier: Tier) -> str | None:
     """``None`` if an empty runner starts and answers in this tier, else what went wrong."""
     if tier.name == "bwrap" and not shutil.which("bwrap"):
         return "bwrap is not installed"
     try:
-        session = Session(tier, Limits(setup_s=30), build, "")
+        session = Session(tier, Limits(setup_s=30), "")
     except (Stopped, OSError) as err:
         return str(err)
     try:
@@ -327,13 +421,13 @@ _probe_lock = threading.Lock()
 
 
 @functools.cache
-def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
+def _tiers(euid: int) -> tuple[dict[str, Tier], dict[str, str]]:
     """The tiers that work here ``{name: tier}``, and why the others do not (probed once per process)."""
     candidates = [Tier("bwrap", True), Tier("bwrap", False), Tier("container", True)] if euid == 0 else [
         Tier("bwrap", False)]  # fmt: skip
     working, failures = {}, {}
     for tier in (t for t in candidates if t.name not in working):
-        if (problem := _probe(tier, build)) is None:
+        if (problem := _probe(tier)) is None:
             working[tier.name] = tier
         else:
             failures.setdefault(tier.name, problem)
@@ -342,7 +436,7 @@ def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
     return working, failures
 
 
-def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
+def choose_tier(sandbox: str, *, trusted: bool = False) -> Tier:
     """The tier for ``sandbox`` (one of :data:`SANDBOXES`), or :class:`SandboxUnavailable` saying what to do."""
     if sandbox == "unsandboxed":
         if not trusted:
@@ -351,7 +445,7 @@ def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
             )
         return Tier("unsandboxed", False)
     with _probe_lock:
-        working, failures = _tiers(os.geteuid(), build)
+        working, failures = _tiers(os.geteuid())
     for name in ("bwrap", "container") if sandbox == "auto" else (sandbox,):
         if name in working:
             return working[name]
@@ -365,13 +459,13 @@ def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
     )
 
 
-def check_private(tier: Tier, build: str, paths: list[str], seed: int) -> None:
+def check_private(tier: Tier, paths: list[str], seed: int) -> None:
     """In the container tier: refuse unless the sandbox's uid can read none of ``paths`` and ``seed`` is on no
     command line (:class:`SandboxUnavailable` naming what to fix). Other tiers see none of the machine."""
     if tier.name != "container":
         return
     wanted = tuple(sorted({os.path.realpath(p) for p in paths if os.path.exists(p)}))
-    session = Session(tier, Limits(setup_s=30), build, "", readable=wanted)
+    session = Session(tier, Limits(setup_s=30), "", readable=wanted)
     readable = [p for p in session.started.get("readable", []) if p in wanted]
     session.close()
     if readable:
