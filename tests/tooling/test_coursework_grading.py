@@ -444,7 +444,7 @@ def test_cells_python_cannot_parse_are_that_answers_problem_not_the_graders() ->
     """Deep nesting makes ast.parse raise RecursionError or MemoryError (not SyntaxError): one such cell once
     ended grade-all for the whole class, with a traceback and no gradebook."""
     from xorlib.coursework.feedback import autograd_used
-    from xorlib.coursework.notebooks import locate
+    from xorlib.coursework.grading import locate
     from xorlib.coursework.similarity import fingerprint
 
     for deep in ("_x = 1" + "+1" * 200_000, "_x = " + "-" * 100_000 + "1"):

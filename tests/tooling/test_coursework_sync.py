@@ -14,7 +14,7 @@ import pytest
 from xorlib.coursework import student_notebooks
 from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
-from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
+from xorlib.coursework.grading import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
 from xorlib.coursework.render import (
     BEGIN,

@@ -32,8 +32,16 @@ from pathlib import Path
 
 from ..report import html_table
 from .bank import CHAPTERS, chapter_questions
-from .grading import GradeReport, Grading, grade_path, gradescope_result
-from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
+from .grading import (
+    GradeReport,
+    Grading,
+    NotebookError,
+    grade_path,
+    gradescope_result,
+    locate,
+    notebook_chapter,
+    read_notebook,
+)
 from .questions import AutoQuestion, WrittenQuestion
 from .similarity import THRESHOLD, Similarity, compare_class
 

@@ -1,29 +1,35 @@
 """Grade one submitted notebook from the instructor's source.
 
-A submission contributes its answer cells, found by question id, and nothing else: questions, points, check code
+A submission contributes its answer cells, found by their tags (``answer-<id>``, or else by the function they define),
+and nothing else: questions, points, check code
 and test cases come from the bank. The answer cells run in a sandbox (:mod:`~xorlib.coursework.sandbox`), in
 notebook order, then every public case, then every hidden case: a hidden case's inputs reach the runner only after
 everything whose text can appear in the feedback (cell errors, public cases) has run, and a hidden case reports
 only a fixed diagnosis, never the answer's words or numbers. The references are computed here, and the comparison
 and diagnosis are the ones :func:`~xorlib.coursework.check` shows. A question earns its points when its answer
-passes every public and hidden case and its check cell is intact and in place; anything else scores 0, with why.
+passes every public and hidden case and its check cell (``check-<id>``) is exactly the teacher's and sits after its
+answer cell, before the next question's; anything else scores 0, with why.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
+import errno
 import functools
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import numpy as np
 
 from . import _runner
-from .bank import chapter_questions, get_question
+from .bank import chapter_of, chapter_questions, get_question
 from .bank._common import SETUP
 from .feedback import ReturnError, as_outputs, autograd_used, expected_outputs, judge
-from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
 from .questions import AutoQuestion, Case
 from .sandbox import SANDBOXES, Limits, Session, Stopped, Tier, check_private, choose_tier, site_dirs
 
@@ -31,6 +37,131 @@ __all__ = []  # GradeReport is what grade_notebook returns; xorlib.coursework ex
 
 _MAX_CELL = 10**6  # characters of an answer cell
 _BUILTIN_ERRORS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+#: Metadata key of the student versions: which chapter, and which questions, a notebook holds.
+METADATA_KEY = "xorlib_coursework"
+_MAX_BYTES = 32 * 2**20  # of a notebook
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook that can be read."""
+
+
+def read_notebook(path: str | Path) -> nbformat.NotebookNode:
+    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file (validated; at most 32 MB).
+
+    Raises
+    ------
+    NotebookError
+        If the file is missing, a symbolic link (it could point at another student's work, or outside the
+        folder), too large, or not a valid notebook.
+    """
+    path = Path(path)
+    if path.suffix not in (".ipynb", ".md"):
+        raise NotebookError(f"{path.name}: expected a .ipynb or a MyST .md notebook, got {path.suffix!r}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never through a link, never a FIFO's wait
+    except OSError as err:
+        link = err.errno == errno.ELOOP or path.is_symlink()
+        raise NotebookError(
+            f"{path.name} is a symbolic link: refused" if link else f"no such notebook: {path}"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotebookError(f"{path.name} is not a regular file: refused")
+        data = handle.read(_MAX_BYTES + 1)
+    if len(data) > _MAX_BYTES:
+        raise NotebookError(f"{path.name} is larger than {_MAX_BYTES // 2**20} MB: refused")
+    try:
+        text = data.decode("utf-8")
+        if path.suffix == ".ipynb":
+            notebook = nbformat.reads(text, as_version=4)
+        else:
+            import jupytext
+
+            notebook = jupytext.reads(text, fmt="md:myst")
+        nbformat.validate(notebook)
+    except Exception as err:  # nbformat, jupytext and json raise many kinds of error for a broken file
+        raise NotebookError(f"{path.name}: not a valid notebook ({type(err).__name__}: {str(err)[:200]})") from None
+    return notebook
+
+
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    """A cell's tags (``[]`` when it has none or they are malformed)."""
+    found = cell.get("metadata", {}).get("tags", [])
+    return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
+
+
+def notebook_chapter(notebook: nbformat.NotebookNode, path: str | Path) -> str | None:
+    """The chapter a notebook belongs to: its metadata, else its file name, else its cells' tags."""
+    meta = notebook.get("metadata", {}).get(METADATA_KEY, {})
+    if isinstance(meta, dict) and isinstance(meta.get("chapter"), str):
+        return meta["chapter"]
+    if chapter := chapter_of(path):
+        return chapter
+    for cell in notebook.cells:
+        for tag in tags(cell):
+            if tag.startswith(("answer-ch", "check-ch")):
+                return tag.split("-")[1]
+    return None
+
+
+def _normalise(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _defines(source: str, function: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a student's cell may be any text at all
+        return f"def {function}(" in source
+    return any(isinstance(n, ast.FunctionDef) and n.name == function for n in tree.body)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a question's cells are in a submission, and what is wrong with its check cell, if anything."""
+
+    answer_index: int | None
+    answer_code: str
+    check_problem: str | None
+    note: str = ""
+
+
+def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...]) -> dict[str, Located]:
+    """Find each question's answer cell by its tag (or the function it defines) and judge its check cell."""
+    code = [(k, c) for k, c in enumerate(notebook.cells) if c.get("cell_type") == "code"]
+    answers: dict[str, tuple[int | None, str, str]] = {}
+    for q in questions:
+        tagged = [(k, c) for k, c in code if f"answer-{q.id}" in tags(c)]
+        found = tagged or [(k, c) for k, c in code if _defines(c.source, q.function)]
+        note = f"answer cell found by its function {q.function} (its tag was missing)" if not tagged else (
+            "" if len(tagged) == 1 else "several answer cells: the last one is graded")  # fmt: skip
+        answers[q.id] = (found[-1][0], found[-1][1].source, note) if found else (None, "", "")
+    located = {}
+    for q in questions:  # wherever the blocks moved: the check follows its answer, before the next answer cell
+        index, source, note = answers[q.id]
+        others = [a[0] for qid, a in answers.items() if qid != q.id and a[0] is not None and a[0] > (index or 0)]
+        located[q.id] = Located(
+            index, source, _check_problem(code, q, index, min(others, default=len(notebook.cells))), note
+        )
+    return located
+
+
+def _check_problem(code: list, question: AutoQuestion, answer: int | None, upper: int) -> str | None:
+    """Why the check cell of ``question`` does not count, or ``None`` when it is intact and in place."""
+    expected = _normalise(question.check_source())
+    tagged = [(k, c) for k, c in code if f"check-{question.id}" in tags(c)]
+    found = tagged or [(k, c) for k, c in code if _normalise(c.source) == expected]
+    if not found:
+        return f"its check cell is missing (it must be exactly `{question.check_source()}`)"
+    intact = [(k, c) for k, c in found if _normalise(c.source) == expected]
+    if not intact:
+        return f"its check cell was altered (it must be exactly `{question.check_source()}`)"
+    if answer is None or not any(answer < k < upper for k, _ in intact):
+        return "its check cell was moved (it must follow the answer cell, before the next question)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import nbformat
 from ..report import html_table
 from .bank import CHAPTERS, chapter_of, chapter_questions
 from .bank._common import SETUP
-from .notebooks import METADATA_KEY
+from .grading import METADATA_KEY
 from .questions import AutoQuestion, Question, WrittenQuestion, stub_source
 
 __all__ = []  # internal to xorlib.coursework (which exports what readers call)
