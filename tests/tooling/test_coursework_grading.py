@@ -480,8 +480,8 @@ def test_marks_and_config_are_validated(tmp_path: Path) -> None:
     assert read_marks(path) == {"ana": {"ch02-w1": 2.0}, "bo": {"ch03-w1": 3.0}}
     for text, message in (
         ("student,ch02-q1\nana,3\n", "unknown written question"),
-        ("student,ch02-w1\nana,4\n", r"outside \[0, 3\]"),
-        ("student,ch02-w1\nana,good\n", "not a number"),
+        ("student,ch02-w1\nana,4\n", r"'4' must be a number in \[0, 3\]"),
+        ("student,ch02-w1\nana,good\n", "'good' must be a number"),
         ("student,ch02-w1\nana,1\nana,2\n", "appears twice"),
         ("name,ch02-w1\nana,1\n", "column"),
     ):

@@ -10,7 +10,7 @@ points, solutions, public and hidden test cases, references and known mistakes. 
 * :func:`autograder_zip`: the Gradescope autograder;
 * :func:`question_table`: the bank at a glance.
 
-Command line: ``python -m xorlib.coursework {sync,student,list,grade,grade-all,autograder,gradescope} --help``.
+Command line: ``python -m xorlib.coursework {sync,student,grade,grade-all,autograder,gradescope} --help``.
 This is the tooling floor: it imports the rest of xorlib, and nothing imports it.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m xorlib.coursework``: sync, student, list, grade, grade-all, autograder, gradescope (see ``--help``).
+"""``python -m xorlib.coursework``: sync, student, grade, grade-all, autograder, gradescope (see ``--help``).
 
 Every mistake in the arguments gets a usage message (exit 2), never a traceback. The hidden seed comes from
 ``--seed-file FILE`` or the environment variable ``XORLIB_HIDDEN_SEED`` (what ``make grade SEED=...`` sets), so
@@ -17,8 +17,6 @@ from pathlib import Path
 
 from . import autograder_zip, grade_all, grade_notebook, student_notebooks
 from .autograder import run
-from .bank import CHAPTERS
-from .gradebook import MarksError
 from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable
 
@@ -49,7 +47,6 @@ def _parser() -> argparse.ArgumentParser:
     student = commands.add_parser("student", help="write student notebooks (no solutions, rubrics, hidden tests)")
     student.add_argument("chapters", nargs="+", help="chapter files, or bank chapter ids such as ch02")
     student.add_argument("--out", type=Path, default=Path("student"))
-    commands.add_parser("list", help="list the questions of the bank")
     for name, help_text in (("grade", "grade one notebook"), ("grade-all", "grade a folder of submissions")):
         command = commands.add_parser(name, help=help_text, allow_abbrev=False)  # --seed is no --seed-file
         command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
@@ -96,10 +93,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "student":
         print("\n".join(student_notebooks(args.chapters, args.out)))
         return 0
-    if args.command == "list":
-        for q in (q for questions in CHAPTERS.values() for q in questions):
-            print(f"{q.id}  {q.points:>2} pts  {getattr(q, 'signature', 'written')}  {q.title}")
-        return 0
     if args.command == "gradescope":
         return run(args.root)
     if args.command == "autograder":
@@ -137,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args, parser)
-    except (ValueError, TypeError, OSError, MarksError, SandboxUnavailable) as err:
+    except (ValueError, TypeError, OSError, SandboxUnavailable) as err:  # MarksError is a ValueError
         print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -134,15 +134,11 @@ def read_marks(path: str | Path, config: Config = Config()) -> dict[str, dict[st
         marks[student] = {}
         for column in columns:
             text, top = (row.get(column) or "").strip(), config.points_of(allowed[column])
-            if not text:
-                continue
-            try:
-                value = float(text)
-            except ValueError:
-                raise MarksError(f"{path}, line {line}, {column}: {text!r} is not a number") from None
-            if not 0 <= value <= top:
-                raise MarksError(f"{path}, line {line}, {column}: {value:g} is outside [0, {top}]")
-            marks[student][column] = value
+            value = float(text) if re.fullmatch(r"\d+\.?\d*|\.\d+", text) else math.nan
+            if text and not 0 <= value <= top:
+                raise MarksError(f"{path}, line {line}, {column}: {text!r} must be a number in [0, {top}]")
+            if text:
+                marks[student][column] = value
     return marks
 
 
