@@ -48,24 +48,17 @@ def grade_notebook(path, *, seed=None, practice=False, student=None, config=None
     Parameters
     ----------
     path
-        The submission (a symbolic link is refused).
-    seed
-        The teacher's private seed of the hidden cases (an int); required unless ``practice``.
-    practice
-        Allow the public seed 0 (formative work: anyone can compute its hidden cases from the public bank).
-    student
-        Name in the report (default: the file's stem).
-    config
-        A teacher's ``.toml``/``.json`` file: points per question, weights per chapter.
-    limits
-        :class:`~xorlib.coursework.sandbox.Limits` (time per question, memory, ...).
-    sandbox
+        The submission (a symbolic link is refused). Never raises for a bad one: its report has ``error`` set.
+    seed, practice
+        The teacher's private seed of the hidden cases (an int), required unless ``practice`` allows the public
+        seed 0 (formative work: anyone can compute its hidden cases from the public bank).
+    student, config, limits
+        Name in the report (default: the file's stem); a teacher's ``.toml``/``.json`` file (points per question,
+        weights per chapter); :class:`~xorlib.coursework.sandbox.Limits` (time per question, memory, ...).
+    sandbox, trusted
         ``"auto"`` (bubblewrap, else the container tier, else refuse), ``"bwrap"``, ``"container"``, or
-        ``"unsandboxed"`` (only with ``trusted``).
-    trusted
-        The answers are your own (a demonstration): where no sandbox tier exists, run them unsandboxed.
-
-    Never raises for a bad submission: it is reported with ``error`` set and no points.
+        ``"unsandboxed"``; ``trusted``: the answers are your own (a demonstration), run unsandboxed where no tier
+        exists.
     """
     path = _path("path", path, exists=False)
     if student is not None and not isinstance(student, str):
@@ -83,13 +76,11 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     ----------
     folder
         The submissions: ``.ipynb`` and ``.md`` files, at any depth (symbolic links refused).
-    roster
-        CSV ``id,name,email``: maps files to students (a file names the student's id or email).
-    marks
-        CSV of the teacher's marks for written questions (a ``student`` column, one per question id).
-    only
-        Regrade one student; the others' reports come from ``previous`` (a folder :meth:`ClassReport.write`
-        wrote).
+    roster, marks
+        CSV ``id,name,email`` (a file names its student's id or email); CSV of the teacher's marks for written
+        questions (a ``student`` column, one per question id).
+    only, previous
+        Regrade one student; the others' reports come from ``previous`` (a folder :meth:`ClassReport.write` wrote).
     workers
         Sandboxes at once (1 to 64; 2 on a 2-core machine).
     seed, practice, config, limits, sandbox, trusted

@@ -47,30 +47,29 @@ def _parser() -> argparse.ArgumentParser:
     student = commands.add_parser("student", help="write student notebooks (no solutions, rubrics, hidden tests)")
     student.add_argument("chapters", nargs="+", help="chapter files, or bank chapter ids such as ch02")
     student.add_argument("--out", type=Path, default=Path("student"))
-    for name, help_text in (("grade", "grade one notebook"), ("grade-all", "grade a folder of submissions")):
+    helps = {"grade": "grade one notebook", "grade-all": "grade a folder of submissions",
+             "autograder": "write a Gradescope autograder zip for a chapter (no seed: one drawn at random)"}  # fmt: skip
+    for name, help_text in helps.items():
         command = commands.add_parser(name, help=help_text, allow_abbrev=False)  # --seed is no --seed-file
-        command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
         command.add_argument("--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED)")
         command.add_argument("--practice", action="store_true", help="allow the public seed 0 (formative work)")
         command.add_argument("--config", type=Path, help="a .toml/.json file: points, weights, similarity_threshold")
+    for name in ("grade", "grade-all"):
+        command = commands.choices[name]
+        command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
         command.add_argument("--sandbox", choices=SANDBOXES[:3], default="auto")
         command.add_argument("--cell-timeout", type=_positive(float, 3600), default=30.0, help="seconds per question")
         command.add_argument("--total-timeout", type=_positive(float, 86400), default=600.0, help="per notebook")
         command.add_argument("--memory-mb", type=_positive(int, 10**6), default=4096, help="address-space limit")
-    grade = commands.choices["grade"]
-    grade.add_argument("--results", type=Path, help="write Gradescope's results.json here")
+    commands.choices["grade"].add_argument("--results", type=Path, help="write Gradescope's results.json here")
     every = commands.choices["grade-all"]
     every.add_argument("--out", type=Path, default=Path("grades"))
     every.add_argument("--roster", type=Path, help="CSV id,name,email")
     every.add_argument("--marks", type=Path, help="CSV of marks for written questions")
     every.add_argument("--only", help="regrade this student only (the others' grades stay as in --out)")
     every.add_argument("--workers", type=_positive(int, 64), default=2)
-    zip_ = commands.add_parser("autograder", help="write a Gradescope autograder zip for a chapter", allow_abbrev=False)
-    zip_.add_argument("chapter", help="ch02, 02 or 2")
-    zip_.add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
-    zip_.add_argument("--seed-file", type=Path, help="the private seed's file (else $XORLIB_HIDDEN_SEED, else random)")
-    zip_.add_argument("--practice", action="store_true")
-    zip_.add_argument("--config", type=Path)
+    commands.choices["autograder"].add_argument("chapter", help="ch02, 02 or 2")
+    commands.choices["autograder"].add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
     scope = commands.add_parser("gradescope", help="inside Gradescope: grade /autograder/submission")
     scope.add_argument("--root", type=Path, default=Path("/autograder"))
     return parser

@@ -255,14 +255,8 @@ def reference_used(fn: Callable[..., object]) -> str | None:
 
 
 def check(question_id: str, fn: Callable[..., object]) -> None:
-    """Run the public test cases of a question on ``fn`` and print a line per case, or raise with a diagnosis.
-
-    Parameters
-    ----------
-    question_id
-        The question, e.g. ``"ch02-q1"`` (the label of its exercise).
-    fn
-        The function you wrote.
+    """Run the public test cases of question ``question_id`` (``"ch02-q1"``, its exercise's label) on ``fn``, the
+    function you wrote, and print a line per case.
 
     Raises
     ------
