@@ -63,7 +63,7 @@ def pinned_requirements() -> list[str]:
 
     owners = metadata.packages_distributions()
     imported = {d for m in list(sys.modules) if "." not in m for d in owners.get(m, ()) if d.lower() != "xorlib"}
-    todo = sorted(imported | {"jupytext"})  # imported only when a submission is a .md file
+    todo = sorted(imported)
     found: dict[str, str] = {}
     while todo:
         name = todo.pop()

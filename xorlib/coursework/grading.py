@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jupytext
 import nbformat
 import numpy as np
 
@@ -49,14 +50,8 @@ class NotebookError(ValueError):
 
 
 def read_notebook(path: str | Path) -> nbformat.NotebookNode:
-    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file (validated; at most 32 MB).
-
-    Raises
-    ------
-    NotebookError
-        If the file is missing, a symbolic link (it could point at another student's work, or outside the
-        folder), too large, or not a valid notebook.
-    """
+    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file, or raise :class:`NotebookError`: missing, a
+    symbolic link (to another student's work, or outside the folder), over 32 MB, or not a valid notebook."""
     path = Path(path)
     if path.suffix not in (".ipynb", ".md"):
         raise NotebookError(f"{path.name}: expected a .ipynb or a MyST .md notebook, got {path.suffix!r}")
@@ -75,12 +70,7 @@ def read_notebook(path: str | Path) -> nbformat.NotebookNode:
         raise NotebookError(f"{path.name} is larger than {_MAX_BYTES // 2**20} MB: refused")
     try:
         text = data.decode("utf-8")
-        if path.suffix == ".ipynb":
-            notebook = nbformat.reads(text, as_version=4)
-        else:
-            import jupytext
-
-            notebook = jupytext.reads(text, fmt="md:myst")
+        notebook = nbformat.reads(text, as_version=4) if path.suffix == ".ipynb" else jupytext.reads(text, "md:myst")
         nbformat.validate(notebook)
     except Exception as err:  # nbformat, jupytext and json raise many kinds of error for a broken file
         raise NotebookError(f"{path.name}: not a valid notebook ({type(err).__name__}: {str(err)[:200]})") from None
@@ -143,9 +133,8 @@ def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...])
     for q in questions:  # wherever the blocks moved: the check follows its answer, before the next answer cell
         index, source, note = answers[q.id]
         others = [a[0] for qid, a in answers.items() if qid != q.id and a[0] is not None and a[0] > (index or 0)]
-        located[q.id] = Located(
-            index, source, _check_problem(code, q, index, min(others, default=len(notebook.cells))), note
-        )
+        upper = min(others, default=len(notebook.cells))
+        located[q.id] = Located(index, source, _check_problem(code, q, index, upper), note)
     return located
 
 

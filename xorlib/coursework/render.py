@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 from ..report import html_table
@@ -273,8 +274,6 @@ def student_notebook(source: str | Path) -> nbformat.NotebookNode:
     ValueError
         If the bank has no questions for that chapter.
     """
-    import jupytext
-
     if isinstance(source, str) and source in CHAPTERS:
         chapter, name = source, f"{source}_exercises.md"
         text = f"# Exercises of chapter {int(source[2:])}\n\n{student_region(source)}\n"
