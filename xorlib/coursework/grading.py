@@ -163,8 +163,6 @@ class QuestionResult:
     score: int
     status: str
     feedback: str
-    passed: int = 0
-    total: int = 0
 
 
 @dataclass(frozen=True, repr=False)
@@ -377,32 +375,31 @@ def _got(reply: object, question: AutoQuestion, public: bool) -> tuple | str:
         return str(err) if public else "the answer returned the wrong kind of value"
 
 
-def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, str, int, int]:
-    """``(status, feedback, passed, total)`` of one question."""
+def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, str]:
+    """``(status, feedback)`` of one question."""
     cases = _cases(question.id, seed)
     cell = outcome.cell or {}
     prefix = f"{_error_text(cell['error'], 'Your answer cell', True)}.\n" if cell.get("error") else ""
     stopped = f"{prefix}The sandbox stopped this question: {outcome.stopped}."
     if outcome.stopped and not outcome.replies:
-        return "stopped", stopped, 0, len(cases)
+        return "stopped", stopped
     if cell.get("defined") is not True:
-        return "error", f"{prefix}The answer cell does not define a function {question.function}.", 0, len(cases)
+        return "error", f"{prefix}The answer cell does not define a function {question.function}."
     passed, failure = 0, None
     for k, (case, expected, public) in enumerate(cases):
         got = _got(outcome.replies[k], question, public) if k in outcome.replies else "no result came back"
         if got == "not implemented yet":
-            why = f"{question.function} is not implemented yet (it raises NotImplementedError)."
-            return "not implemented", why, 0, len(cases)
+            return "not implemented", f"{question.function} is not implemented yet (it raises NotImplementedError)."
         verdict = judge(question, case, got, expected)
         passed += verdict.passed
         if not verdict.passed and failure is None:
             failure = f"Failed a public case.\n{verdict.message}" if public else (
                 f"Failed a hidden case ({case.description}): {verdict.summary}")  # fmt: skip
     if outcome.stopped:
-        return "stopped", stopped, passed, len(cases)
+        return "stopped", stopped
     if failure is None:
-        return "passed", f"{prefix}Passed all {len(cases)} test cases.", passed, len(cases)
-    return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases.", passed, len(cases)
+        return "passed", f"{prefix}Passed all {len(cases)} test cases."
+    return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases."
 
 
 def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
@@ -432,7 +429,7 @@ def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
             results.append(QuestionResult(q.id, q.title, points, 0, "no answer", why if spot.answer_index is None
                                           else f"The answer cell has more than {_MAX_CELL} characters."))  # fmt: skip
             continue
-        status, feedback, passed, total = _judge(q, outcomes[q.id], grading.seed)
+        status, feedback = _judge(q, outcomes[q.id], grading.seed)
         feedback = f"Note: {spot.note}.\n{feedback}" if spot.note else feedback
         if not q.autograd and (used := autograd_used(spot.answer_code)):
             status = "uses autograd"
@@ -440,6 +437,5 @@ def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
         if spot.check_problem:  # "its check cell was altered (it must be ...)" gives "check cell was altered"
             status = spot.check_problem.split(" (")[0].removeprefix("its ")
             feedback = f"This question scores 0: {spot.check_problem}. Restore it from the student version.\n{feedback}"
-        results.append(QuestionResult(q.id, q.title, points, points if status == "passed" else 0, status, feedback,
-                                      passed, total))  # fmt: skip
+        results.append(QuestionResult(q.id, q.title, points, points * (status == "passed"), status, feedback))
     return GradeReport(str(path), student, chapter, tuple(results), tier, time.monotonic() - start, fatal)
