@@ -58,7 +58,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 class Stopped(Exception):
-    """The runner did not answer a request: it ran out of time, died, or broke the framing (``reason``)."""
+    """The runner did not answer a request: it ran out of time, died, or broke the framing."""
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,6 @@ class Limits:
                 raise TypeError(f"{f.name} must be {'an int' if integer else 'a number'}, got {type(value).__name__}")
             if not (math.isfinite(value) and 0 < value <= 10**6):
                 raise ValueError(f"{f.name} must be > 0 and <= 1e6, got {value!r}")
-
-    def rlimits(self, extra_processes: int = 0) -> dict[str, int]:
-        return {"AS": self.memory_mb * 2**20, "CPU": self.cpu_s, "FSIZE": self.file_mb * 2**20,
-                "NPROC": self.processes + extra_processes, "NOFILE": 256, "CORE": 0}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -294,8 +290,9 @@ class Session:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         extra = _owners().count(os.getuid()) if self.uid is None else 0  # NPROC counts the grader's own processes
-        start = {"op": "start", "uid": drop, "limits": limits.rlimits(extra), "path": path, "setup": setup,
-                 "readable": list(readable)}  # fmt: skip
+        rlimits = {"AS": limits.memory_mb * 2**20, "CPU": limits.cpu_s, "FSIZE": limits.file_mb * 2**20,
+                   "NPROC": limits.processes + extra, "NOFILE": 256, "CORE": 0}  # fmt: skip
+        start = {"op": "start", "uid": drop, "limits": rlimits, "path": path, "setup": setup, "readable": readable}
         try:
             self.started = self.ask(start, limits.setup_s)
         except Stopped as stop:
