@@ -95,15 +95,11 @@ def _factor_meaning(factor: float, d: int | None) -> str:
     known = [(-1.0, "the wrong sign"), (2.0, "a missing factor 1/2"), (0.5, "an extra factor 1/2")]
     known += [(math.log(10), "log10 where the natural log belongs"), (1 / math.log(10), "log10 where ln belongs")]
     if d is not None and d > 2:
-        known += [
-            (d / (d - 1), "an off-by-one normalisation: d - 1 where d belongs"),
-            ((d - 1) / d, "an off-by-one normalisation: d where d - 1 belongs"),
-            ((d / (d - 1)) ** 2, "an off-by-one normalisation: (d - 1)^2 where d^2 belongs"),
-            (((d - 1) / d) ** 2, "an off-by-one normalisation: d^2 where (d - 1)^2 belongs"),
-            (float(d), "a missing division by d"),
-            (1.0 / d, "an extra division by d"),
-            (float(d * d), "a missing division by d^2"),
-        ]
+        off = "an off-by-one normalisation:"
+        known += [(d / (d - 1), f"{off} d - 1 where d belongs"), ((d - 1) / d, f"{off} d where d - 1 belongs"),
+                  ((d / (d - 1)) ** 2, f"{off} (d - 1)^2 where d^2 belongs"),
+                  (((d - 1) / d) ** 2, f"{off} d^2 where (d - 1)^2 belongs"), (float(d), "a missing division by d"),
+                  (1.0 / d, "an extra division by d"), (float(d * d), "a missing division by d^2")]  # fmt: skip
     for value, meaning in known:
         if math.isclose(factor, value, rel_tol=1e-6):
             return meaning
@@ -152,10 +148,8 @@ def judge(question: AutoQuestion, case: Case, got: tuple[np.ndarray, ...] | str,
             g = g.reshape(e.shape)  # a number returned as a one-entry tensor, or the reverse
         if g.shape != e.shape:
             layout = " (same number of entries: check a squeeze, an unsqueeze or a transpose)" * (g.size == e.size)
-            text = f"{name} has the wrong shape: expected {tuple(e.shape)}, got {tuple(g.shape)}{layout}."
-            return Verdict(
-                False, f"{header}\n  {text}{hint}", f"{name} has the wrong shape (expected {tuple(e.shape)})."
-            )
+            text = f"{name} has the wrong shape: expected {tuple(e.shape)}, got {tuple(g.shape)}"
+            return Verdict(False, f"{header}\n  {text}{layout}.{hint}", f"{text.split(', got')[0]}.")
         if (np.isfinite(e) & ~np.isfinite(g)).any():
             text = f"{name} has NaN or infinite entries where the answer is finite"
             message = f"{header}\n  {text}: {_fmt(g)}.\n  Hint: {question.nan_hint}"
