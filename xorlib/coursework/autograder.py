@@ -17,9 +17,13 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from .bank import CHAPTERS, chapter_questions
-from .grading import gradescope_result
+from .gradebook import find_submissions
+from .grading import grade_path, gradescope_result, grading_settings
 from .questions import AutoQuestion
+from .sandbox import SandboxUnavailable
 
 __all__ = []  # xorlib.coursework exports autograder_zip
 
@@ -56,15 +60,11 @@ PYTHONPATH="$ROOT/source" exec "$ROOT/venv/bin/python" -m xorlib.coursework grad
 
 
 def pinned_requirements() -> list[str]:
-    """``name==version`` for every distribution the grader imports, and everything they require (markers honoured)."""
-    from packaging.requirements import Requirement
-
-    import xorlib.coursework  # noqa: F401  (what the grader imports is what must be installed)
-
+    """``name==version`` for every distribution the grader (this package, imported) imports, and everything they
+    require (markers honoured)."""
     owners = metadata.packages_distributions()
     imported = {d for m in list(sys.modules) if "." not in m for d in owners.get(m, ()) if d.lower() != "xorlib"}
-    todo = sorted(imported)
-    found: dict[str, str] = {}
+    todo, found = sorted(imported), {}
     while todo:
         name = todo.pop()
         try:
@@ -126,10 +126,6 @@ def run(root: Path) -> int:
 
 
 def _grade(root: Path) -> dict:
-    from .gradebook import find_submissions
-    from .grading import grade_path, grading_settings
-    from .sandbox import SandboxUnavailable
-
     config = json.loads((root / "source" / "config.json").read_text())
     found, refused, _ = find_submissions(root / "submission", None)
     paths = sorted((p for ps in found.values() for p in ps), key=lambda p: p.lstat().st_mtime, reverse=True)
@@ -143,10 +139,7 @@ def _grade(root: Path) -> dict:
     except SandboxUnavailable as err:
         return gradescope_result([], f"Not graded: {err}")
     report = grade_path(paths[0], "submission", grading)
-    print(report)
-    import xorlib
-
-    print(f"xorlib from {Path(xorlib.__file__).parent}")
+    print(f"{report}\nxorlib from {Path(__file__).parent.parent}")
     if report.chapter not in (None, config["chapter"]):
         return gradescope_result([], f"Not graded: this assignment is {config['chapter']}, the notebook is "
                                  f"{report.chapter}.")  # fmt: skip
