@@ -15,8 +15,10 @@ __all__ = []  # the rest is internal to xorlib.coursework
 #: What replaces a solution in the student's answer cell.
 STUB = "raise NotImplementedError  # your code here"
 
-_BEGIN = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b")
-_END = re.compile(r"^[ \t]*#[ \t]*END SOLUTION\b")
+_MARKER = re.compile(r"^[ \t]*#[ \t]*(BEGIN|END) SOLUTION\b", re.M)
+_SOLUTION = re.compile(
+    r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b(?P<body>.*?)^[ \t]*#[ \t]*END SOLUTION\b.*?$", re.M | re.S
+)
 _ID = re.compile(r"^ch(?P<chapter>\d\d)-(?P<kind>[qw])(?P<number>\d+)$")
 
 #: The levels: a warm-up (a formula of the chapter, written out), a core exercise (a derivation of the chapter as
@@ -173,27 +175,9 @@ Question = AutoQuestion | WrittenQuestion
 
 
 def stub_source(source: str) -> str:
-    """Replace each ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` block by :data:`STUB`, at the marker's indentation.
-
-    Raises
-    ------
-    ValueError
-        For a marker without its partner, or nested markers.
-    """
-    out: list[str] = []
-    inside = False
-    for number, line in enumerate(source.splitlines(), start=1):
-        if begin := _BEGIN.match(line):
-            if inside:
-                raise ValueError(f"line {number}: BEGIN SOLUTION inside another solution block")
-            inside = True
-            out.append(begin.group("indent") + STUB)
-        elif _END.match(line):
-            if not inside:
-                raise ValueError(f"line {number}: END SOLUTION without a BEGIN SOLUTION")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise ValueError("BEGIN SOLUTION without an END SOLUTION")
-    return "\n".join(out)
+    """Replace each ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` block by :data:`STUB`, at the marker's indentation
+    (:class:`ValueError` for a marker without its partner, or nested markers)."""
+    stubbed = _SOLUTION.sub(lambda block: block["indent"] + STUB, source)
+    if _MARKER.search(stubbed) or any(_MARKER.search(block["body"]) for block in _SOLUTION.finditer(source)):
+        raise ValueError("a BEGIN SOLUTION without an END SOLUTION after it, or one inside another")
+    return "\n".join(stubbed.splitlines())

@@ -35,9 +35,8 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.name = self._new(node.name)
-        body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
-            node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str) else node.body  # fmt: skip
-        node.body = body or [ast.Pass()]
+        skip = 1 if ast.get_docstring(node, clean=False) is not None else 0  # the docstring
+        node.body = node.body[skip:] or [ast.Pass()]
         return self.generic_visit(node)
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
