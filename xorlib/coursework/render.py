@@ -42,15 +42,13 @@ def markers(lines: list[str]) -> tuple[int, int] | None:
     """The lines of :data:`BEGIN` and :data:`END` outside code fences; ``None`` without either; else
     :class:`MarkerError`."""
     found: dict[str, list[int]] = {BEGIN: [], END: []}
-    fence = None
-    for k, line in enumerate(lines):
-        opening = _CODE_FENCE.match(line)
-        if fence is None and opening:  # a code block, a code cell or a directive: its lines are not markers
-            fence = opening.group("fence")
-        elif fence is not None and line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
-            fence = None
-        elif fence is None and line.strip() in found:
-            found[line.strip()].append(k)
+    k = 0
+    while k < len(lines):
+        if opening := _CODE_FENCE.match(lines[k]):  # a code block or cell: its lines are not markers
+            k = _block_end(lines, k, opening["fence"])
+            continue
+        found.get(lines[k].strip(), []).append(k)
+        k += 1
     begins, ends = found[BEGIN], found[END]
     if not begins and not ends:
         return None
