@@ -160,13 +160,8 @@ class SyncResult:
 
 
 def sync_text(text: str, chapter: str | None) -> str | None:
-    """The chapter text with its region rewritten for ``chapter``, or ``None`` if it has no markers.
-
-    Raises
-    ------
-    MarkerError
-        For malformed markers.
-    """
+    """The chapter text with its region rewritten for ``chapter``, ``None`` without markers (:class:`MarkerError` for
+    malformed ones)."""
     lines = text.splitlines(keepends=True)
     found = markers(lines)
     if found is None:
@@ -187,14 +182,12 @@ def sync_chapter(path: str | Path, *, check: bool = False) -> SyncResult:
         return SyncResult(str(path), "error", str(err))
     if new is None:
         return SyncResult(str(path), "no markers", f"left untouched; add {BEGIN} and {END} lines to get exercises")
-    count = teacher_region(chapter).count("{exercise}") if chapter else 0
+    count = len(chapter_questions(chapter))
     detail = f"{count} exercise(s) from the bank's {chapter}" if count else f"no questions in the bank for {chapter}"
-    if new == text:
-        return SyncResult(str(path), "unchanged", detail)
-    if check:
-        return SyncResult(str(path), "out of date", detail)
-    path.write_text(new, encoding="utf-8")
-    return SyncResult(str(path), "updated", detail)
+    status = "unchanged" if new == text else "out of date" if check else "updated"
+    if status == "updated":
+        path.write_text(new, encoding="utf-8")
+    return SyncResult(str(path), status, detail)
 
 
 def question_table() -> object:
