@@ -45,6 +45,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ._runner import Malformed
+from .bank import CHAPTERS
 
 __all__ = []  # internal to xorlib.coursework
 
@@ -156,9 +157,9 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def build_modules(allowed: tuple[str, ...] = ALLOWED) -> list[str]:
-    """``allowed`` and everything they import from xorlib (modules or subpackages), sorted."""
-    todo, found = list(allowed), set()
+def build_modules() -> list[str]:
+    """:data:`ALLOWED` and everything they import from xorlib (modules or subpackages), sorted."""
+    todo, found = list(ALLOWED), set()
     while todo:
         name = todo.pop()
         if name not in found:
@@ -191,8 +192,6 @@ def write_build(dest: Path, forbidden: set[str] = frozenset()) -> Path:
 @functools.cache
 def grading_build() -> str:
     """This process's build, in a temporary folder removed at exit."""
-    from .bank import CHAPTERS  # (the bank imports the maths core: not before it is needed)
-
     forbidden = {name.split(".")[1] for qs in CHAPTERS.values() for q in qs for name in getattr(q, "forbidden", ())}
     folder = tempfile.mkdtemp(prefix="xorlib-build-")
     atexit.register(shutil.rmtree, folder, True)
