@@ -71,11 +71,7 @@ def _head_mistakes() -> tuple[Mistake, ...]:
 
 
 SOFTMAX_HEAD = AutoQuestion(
-    id="ch01-q1",
-    title="A softmax head that never overflows",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch01-q1", title="A softmax head that never overflows", points=2, level="warm-up", minutes=10,
     prompt=(
         "A head scores position $k$ by $s_k = \\langle q, p_k\\rangle$, attends with "
         "$\\alpha = \\operatorname{softmax}(s)$ and outputs $z = \\sum_k \\alpha_k x_k$.\n\n"
@@ -84,27 +80,19 @@ SOFTMAX_HEAD = AutoQuestion(
         "`(weights, z)` of shapes `(d,)` and `(n,)`. It must stay exact for very sharp heads "
         "(scores of $10^4$), where $e^{s}$ overflows; do not call `torch.softmax`."
     ),
-    solution=softmax_head,
-    reference=_head_reference,
-    public=cases(
-        _head_case,
-        ("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
-        ("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
-        ("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp"),
-    ),
-    hidden=seeded(
-        _head_case,
-        ("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge"),
-        ("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero"),
-        ("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced"),
-    ),
-    outputs=("weights", "z"),
-    mistakes=_head_mistakes(),
+    solution=softmax_head, reference=_head_reference,
+    public=cases(_head_case, ("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
+                 ("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
+                 ("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp")),
+    hidden=seeded(_head_case, ("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge"),
+                  ("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero"),
+                  ("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced")),
+    outputs=("weights", "z"), mistakes=_head_mistakes(),
     hint="s = codes @ query, then alpha_k = exp(s_k - max s) / sum_l exp(s_l - max s); z = x @ alpha.",
     diagnose=_weights_sum,
     nan_hint="an exponential overflowed: softmax is unchanged by subtracting the largest score first.",
     forbidden=("xorlib.attention.attention_weights",),
-)
+)  # fmt: skip
 
 
 # fmt: off
@@ -159,11 +147,7 @@ def _losses_mistakes() -> tuple[Mistake, ...]:
 
 
 LOSS_ON_EVERY_INPUT = AutoQuestion(
-    id="ch01-q2",
-    title="The loss on every input",
-    points=2,
-    level="core",
-    minutes=15,
+    id="ch01-q2", title="The loss on every input", points=2, level="core", minutes=15,
     prompt=(
         "For head weights `weights` of shape `(2, d)` (row $h$ is $\\alpha_h$, any real numbers), "
         'the hidden `pair` $(i, j)$ and `heads` (`"tied"` or `"split"`), write '
@@ -173,32 +157,20 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
         "the order of `xorlib.task.all_inputs(d)` (row $r$ has $x_k = -1$ exactly where bit $k$ of "
         "$r$ is 1), which you may use. No loops over inputs."
     ),
-    solution=loss_on_every_input,
-    reference=_losses_reference,
-    public=cases(
-        _losses_case,
-        ("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
-        ("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
-        ("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c"),
-    ),
-    hidden=seeded(
-        _losses_case,
-        ("split readout, weights of both signs, d=10", 10, "split", "signed", "d"),
-        ("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e"),
-        ("split readout, softmax weights, d=9", 9, "split", "softmax", "f"),
-    ),
-    outputs=("the losses",),
-    imports="from xorlib.task import all_inputs",
-    mistakes=_losses_mistakes(),
+    solution=loss_on_every_input, reference=_losses_reference,
+    public=cases(_losses_case, ("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
+                 ("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
+                 ("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c")),
+    hidden=seeded(_losses_case, ("split readout, weights of both signs, d=10", 10, "split", "signed", "d"),
+                  ("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e"),
+                  ("split readout, softmax weights, d=9", 9, "split", "softmax", "f")),
+    outputs=("the losses",), imports="from xorlib.task import all_inputs", mistakes=_losses_mistakes(),
     hint="x = all_inputs(d); z = x @ weights.T gives both heads for every input at once.",
-)
+)  # fmt: skip
 
 
 NO_SINGLE_BIT = WrittenQuestion(
-    id="ch01-w1",
-    title="Why no single bit helps",
-    level="core",
-    minutes=15,
+    id="ch01-w1", title="Why no single bit helps", level="core", minutes=15,
     prompt=(
         "Show that the label $y = -x_{i^*} x_{j^*}$ is uncorrelated with every single bit $x_k$ and "
         "with every product $x_k x_l$ except the hidden one. What does this say about a model that "
@@ -217,6 +189,6 @@ NO_SINGLE_BIT = WrittenQuestion(
         "linear statistic of the input is independent of the label in mean: a model must combine "
         "the two hidden positions, which is what the product of two heads does."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (SOFTMAX_HEAD, LOSS_ON_EVERY_INPUT, NO_SINGLE_BIT)

@@ -61,38 +61,24 @@ def _rest_mistakes() -> tuple[Mistake, ...]:
 
 
 REST_MASS = AutoQuestion(
-    id="ch04-q1",
-    title="The rest mass, without cancellation",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch04-q1", title="The rest mass, without cancellation", points=2, level="warm-up", minutes=10,
     prompt=(
         "For scores `scores` of shape `(2, d)` (two softmax heads) and the hidden `pair` $(u, v)$, write "
         "`rest_mass(scores, pair)`: $E_h = \\sum_{k \\ne u, v} \\alpha_{h,k}$ for both heads, shape `(2,)`, "
         "with a *relative* error below $10^{-6}$ even when $E_h$ is $10^{-200}$ and the scores are near "
         "$\\pm 10^4$. Hint: $\\log E_h = \\operatorname{lse}(s_{h,\\text{rest}}) - \\operatorname{lse}(s_h)$."
     ),
-    solution=rest_mass,
-    reference=_rest_reference,
-    public=cases(
-        _rest_case,
-        ("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
-        ("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
-        ("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"),
-    ),
-    hidden=seeded(
-        _rest_case,
-        ("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d"),
-        ("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e"),
-        ("moderate scores", 7, 2.0, (2.0, 0.5), "f"),
-    ),
-    outputs=("the rest masses",),
-    mistakes=_rest_mistakes(),
-    hint="torch.logsumexp is stable; exp of a difference of two log-sum-exps never cancels.",
-    rtol=1e-6,
-    atol=0.0,
+    solution=rest_mass, reference=_rest_reference,
+    public=cases(_rest_case, ("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
+                 ("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
+                 ("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c")),
+    hidden=seeded(_rest_case, ("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d"),
+                  ("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e"),
+                  ("moderate scores", 7, 2.0, (2.0, 0.5), "f")),
+    outputs=("the rest masses",), mistakes=_rest_mistakes(),
+    hint="torch.logsumexp is stable; exp of a difference of two log-sum-exps never cancels.", rtol=1e-6, atol=0.0,
     nan_hint="an exponential overflowed: subtract the largest score, or work with log-sum-exps.",
-)
+)  # fmt: skip
 
 
 # fmt: off
@@ -124,11 +110,7 @@ def _sharpness_case(d: int, m: int, epsilon: float, seed: int = 0) -> Case:
 
 
 LATTICE_SHARPNESS = AutoQuestion(
-    id="ch04-q2",
-    title="The sharpness from the lattice step",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch04-q2", title="The sharpness from the lattice step", points=2, level="warm-up", minutes=10,
     prompt=(
         "For sign codes every positive margin is a multiple of the lattice step $4/m$, so one sharpness "
         "works for every draw whose margin is positive. Write `lattice_sharpness(d, m, epsilon)`: "
@@ -137,11 +119,9 @@ LATTICE_SHARPNESS = AutoQuestion(
         "which $32E^2(1-E)^2 = \\varepsilon$; return a float. It must stay accurate for "
         "$\\varepsilon = 10^{-6}$ and $d = 10^8$."
     ),
-    solution=lattice_sharpness,
-    reference=_sharpness_reference,
+    solution=lattice_sharpness, reference=_sharpness_reference,
     public=cases(_sharpness_case, (64, 24, 1e-2), (1000, 40, 1e-3)),
-    hidden=seeded(_sharpness_case, (10**6, 80, 1e-4), (16, 16, 0.1), (10**8, 108, 1e-6)),
-    outputs=("kappa",),
+    hidden=seeded(_sharpness_case, (10**6, 80, 1e-4), (16, 16, 0.1), (10**8, 108, 1e-6)), outputs=("kappa",),
     mistakes=(
         Mistake(
             "you used epsilon itself as the rest-mass target; the target is E = (1 - sqrt(1 - sqrt(eps/2)))/2.",
@@ -160,16 +140,12 @@ LATTICE_SHARPNESS = AutoQuestion(
             lambda d, m, eps: math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4,
         ),
     ),
-    hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.",
-    rtol=1e-8,
-)
+    hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.", rtol=1e-8,
+)  # fmt: skip
 
 
 NO_PAIR_NEEDED = WrittenQuestion(
-    id="ch04-w1",
-    title="A step size chosen without the pair",
-    level="core",
-    minutes=15,
+    id="ch04-w1", title="A step size chosen without the pair", level="core", minutes=15,
     prompt=(
         "The certified step of the tied model depends on the margin between the pair and the "
         "closest other position, which depends on the unknown pair. Explain why the lattice step "
@@ -188,6 +164,6 @@ NO_PAIR_NEEDED = WrittenQuestion(
         "when some position ties with the pair (margin 0); a union bound puts that probability at "
         "most $(d-2)(3/4)^m$."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (REST_MASS, LATTICE_SHARPNESS, NO_PAIR_NEEDED)
