@@ -33,9 +33,8 @@ def _path(name: str, value: object, *, exists: bool = True, none: bool = False) 
     if value is None and none:
         return None
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise TypeError(
-            f"{name} must be a path (a str or Path){' or None' if none else ''}, got {type(value).__name__}"
-        )
+        allowed = "a path (a str or Path)" + " or None" * none
+        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__}")
     if exists and not Path(value).exists():
         raise ValueError(f"{name}: no such file or folder: {value}")
     return Path(value)

@@ -202,10 +202,9 @@ def main() -> int:
             except BaseException as err:
                 reply = {"ok": False, "error": _error(err, "<setup>")}
         elif op == "cell":
-            filename = f"<answer {request['q']}>"
+            filename, reply["error"] = f"<answer {request['q']}>", None
             try:
                 exec(compile(request["code"], filename, "exec"), namespace)
-                reply["error"] = None
             except BaseException as err:  # the answer's error (even SystemExit) is reported, and the next cell runs
                 reply["error"] = _error(err, filename)
             fn = namespace.get(request["function"])

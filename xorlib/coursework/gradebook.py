@@ -322,8 +322,7 @@ class ClassReport:
 
 def load_reports(out: str | Path) -> tuple[GradeReport, ...]:
     """The reports :meth:`ClassReport.write` left in ``out/reports`` (to keep them when regrading one student)."""
-    folder = Path(out) / "reports"
-    texts = [p.read_text() for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    texts = [p.read_text() for p in sorted((Path(out) / "reports").glob("*.json"))]  # none without the folder
     return tuple(GradeReport.from_dict(r) for text in texts for r in json.loads(text))
 
 
