@@ -1,7 +1,7 @@
 """The student edition of the book: the same chapters without solutions (``make book-student``).
 
 Off unless ``XORLIB_STUDENT_EDITION=1``. Then every page's MyST text is rewritten as it is read, by the same
-transformation that makes the student notebooks (:func:`xorlib.coursework.student.student_text`): each chapter's
+transformation that makes the student notebooks (:func:`xorlib.coursework.render.student_text`): each chapter's
 exercise region is rebuilt from the bank with stubs in place of the solutions (the check cells then print "not
 answered yet"), and ``{solution}`` blocks, rubrics and ``# BEGIN SOLUTION`` bodies go everywhere. What is executed
 and offered as the ``.ipynb`` download is that text; the ``.md`` source download, the repository button and the
@@ -22,7 +22,7 @@ __version__ = "1.0"
 def student_source(docname: str, text: str) -> str:
     """A page's text in the student edition."""
     from xorlib.coursework.bank import chapter_of, chapter_questions
-    from xorlib.coursework.student import strip_solutions, student_text
+    from xorlib.coursework.render import strip_solutions, student_text
 
     chapter = chapter_of(PurePosixPath(docname).name)
     return student_text(text, chapter, book=True) if chapter_questions(chapter) else strip_solutions(text)

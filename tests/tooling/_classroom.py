@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from xorlib.coursework.bank import get_question
-from xorlib.coursework.student import student_notebook
+from xorlib.coursework.render import student_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "coursework" / "02_fixture_chapter.md"

@@ -153,7 +153,7 @@ def test_setup_and_run_autograder_grade_correct_wrong_and_hostile_submissions(au
 def test_whatever_stops_the_grading_results_json_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Gradescope shows a student nothing without ``results.json``: a grader that stops still writes one, naming
     only the error's type (its message could carry a hidden case's inputs)."""
-    from xorlib.coursework import autograder, gradebook
+    from xorlib.coursework import autograder
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("hidden input 0.123456")
@@ -163,7 +163,7 @@ def test_whatever_stops_the_grading_results_json_is_written(tmp_path: Path, monk
         json.dumps({"seed": 1, "practice": False, "points": {}, "chapter": "ch02"})
     )
     (tmp_path / "submission").mkdir()
-    monkeypatch.setattr(gradebook, "find_submissions", broken)
+    monkeypatch.setattr(autograder, "find_submissions", broken)
     assert autograder.run(tmp_path) == 1
     result = json.loads((tmp_path / "results" / "results.json").read_text())
     jsonschema.validate(result, SCHEMA)

@@ -10,14 +10,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from pathlib import Path
 
 import pytest
 from _classroom import FIXTURE, Q2, Q3, ROOT, answers, code, other_python, run_as, submission, write
 
-from xorlib.coursework import _wire
-from xorlib.coursework._build import grading_build
+from xorlib.coursework import _runner
 from xorlib.coursework.grading import _cases
 from xorlib.coursework.sandbox import SandboxUnavailable, Tier, choose_tier, site_dirs
 
@@ -27,7 +26,7 @@ SHARED = Path("/tmp")  # what an unprivileged user can reach (pytest's own folde
 
 def _bwrap_tier() -> Tier:
     try:
-        tier = choose_tier("auto", grading_build())
+        tier = choose_tier("auto")
     except SandboxUnavailable as err:
         pytest.skip(f"no sandbox tier here: {err}")
     if tier.name != "bwrap":
@@ -56,10 +55,10 @@ def test_every_malformed_output_is_refused_as_data() -> None:
         ({"shape": [], "data": [1.0], "extra": 1}, "not an encoded value"),
         ([1, 2], "not an encoded value"),
     ):
-        with pytest.raises(_wire.Malformed, match=why):
-            _wire.decode_output(bad)
-    assert _wire.decode_output({"shape": [2], "data": [1, float("nan")]}).shape == (2,)
-    assert _wire.decode_output({"type": "str<script>"}) == "strscript"
+        with pytest.raises(_runner.Malformed, match=why):
+            _runner.decode_output(bad)
+    assert _runner.decode_output({"shape": [2], "data": [1, float("nan")]}).shape == (2,)
+    assert _runner.decode_output({"type": "str<script>"}) == "strscript"
 
 
 # ----------------------------------------------------------------------------- attacks on the grader
@@ -270,9 +269,37 @@ def test_closing_a_container_session_bears_files_that_vanish_from_tmp(tmp_path: 
 
 
 def test_probes_of_concurrent_workers_do_not_collide() -> None:
-    """Both workers used to probe at once with one uid, and one probe killed the other: uids are now fresh."""
-    from xorlib.coursework.sandbox import _fresh_uid
+    """Both workers used to probe at once with one uid, and one probe killed the other: each session now runs as a
+    uid no process had, its own, and closing one (the container tier's kill(-1) as its uid) leaves the others up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xorlib.coursework.sandbox import Limits, Session, _fresh_uid
 
     uids = [_fresh_uid() for _ in range(50)]
     assert len(set(uids)) == 50 and all(u >= 2_000_000_000 for u in uids)
-    assert time.monotonic() > 0
+    try:
+        tier = choose_tier("auto")
+    except SandboxUnavailable as err:
+        pytest.skip(f"no sandbox tier here: {err}")
+    if not tier.fresh_uid:
+        pytest.skip("fresh uids are root's")
+    opened, closed = threading.Barrier(4), threading.Barrier(4)
+    cell = {"op": "cell", "q": "ch02-q1", "code": "def f():\n    return 1\n", "function": "f"}
+
+    def worker(k: int) -> tuple[object, int | None, bool | None]:  # a session lives in its thread (--die-with-parent)
+        session = Session(tier, Limits(setup_s=120), "")
+        try:
+            opened.wait(timeout=300)  # all four are up at once
+            if k == 0:
+                session.close()
+            closed.wait(timeout=300)
+            answered = None if k == 0 else session.ask(cell, 60).get("defined")
+            return session.started.get("uid"), session.uid, answered
+        finally:
+            session.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(worker, range(4)))
+    seen = [uid for uid, _, _ in results]
+    assert seen == [uid for _, uid, _ in results] and len(set(seen)) == 4 and not set(seen) & set(uids), results
+    assert [answered for _, _, answered in results] == [None, True, True, True], results

@@ -14,11 +14,17 @@ import pytest
 from xorlib.coursework import student_notebooks
 from xorlib.coursework.__main__ import main
 from xorlib.coursework.bank import CHAPTERS, get_question
-from xorlib.coursework.notebooks import METADATA_KEY, locate, read_notebook, tags
+from xorlib.coursework.grading import METADATA_KEY, locate, read_notebook, tags
 from xorlib.coursework.questions import AutoQuestion, WrittenQuestion
-from xorlib.coursework.render import BEGIN, END, student_region, teacher_region
-from xorlib.coursework.student import student_notebook
-from xorlib.coursework.sync import sync_chapter, sync_text
+from xorlib.coursework.render import (
+    BEGIN,
+    END,
+    student_notebook,
+    student_region,
+    sync_chapter,
+    sync_text,
+    teacher_region,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coursework"
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPORT_NAME = {"ipython": "IPython"}  # distributions whose module is named otherwise
-SANDBOX_SIBLINGS = {"_runner", "_wire"}  # the grading runner's own modules, beside the build in the sandbox
+SANDBOX_SIBLINGS = {"_runner"}  # the grading runner's own module, beside the build in the sandbox
 
 
 def _imported() -> set[str]:

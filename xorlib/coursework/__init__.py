@@ -10,7 +10,7 @@ points, solutions, public and hidden test cases, references and known mistakes. 
 * :func:`autograder_zip`: the Gradescope autograder;
 * :func:`question_table`: the bank at a glance.
 
-Command line: ``python -m xorlib.coursework {sync,student,list,grade,grade-all,autograder,gradescope} --help``.
+Command line: ``python -m xorlib.coursework {sync,student,grade,grade-all,autograder,gradescope} --help``.
 This is the tooling floor: it imports the rest of xorlib, and nothing imports it.
 """
 
@@ -19,13 +19,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._settings import grading_settings
 from .autograder import write_zip
 from .feedback import CheckFailure, check
 from .gradebook import ClassReport, Config, grade_class, load_reports, read_marks, read_roster
-from .grading import GradeReport, grade_path
-from .render import question_table
-from .student import write_student_notebooks
+from .grading import GradeReport, grade_path, grading_settings
+from .render import question_table, write_student_notebooks
 
 __all__ = ["CheckFailure", "autograder_zip", "check", "grade_all", "grade_notebook", "question_table",
            "student_notebooks"]  # fmt: skip
@@ -35,9 +33,8 @@ def _path(name: str, value: object, *, exists: bool = True, none: bool = False) 
     if value is None and none:
         return None
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise TypeError(
-            f"{name} must be a path (a str or Path){' or None' if none else ''}, got {type(value).__name__}"
-        )
+        allowed = "a path (a str or Path)" + " or None" * none
+        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__}")
     if exists and not Path(value).exists():
         raise ValueError(f"{name}: no such file or folder: {value}")
     return Path(value)
@@ -50,30 +47,23 @@ def grade_notebook(path, *, seed=None, practice=False, student=None, config=None
     Parameters
     ----------
     path
-        The submission (a symbolic link is refused).
-    seed
-        The teacher's private seed of the hidden cases (an int); required unless ``practice``.
-    practice
-        Allow the public seed 0 (formative work: anyone can compute its hidden cases from the public bank).
-    student
-        Name in the report (default: the file's stem).
-    config
-        A teacher's ``.toml``/``.json`` file: points per question, weights per chapter.
-    limits
-        :class:`~xorlib.coursework.sandbox.Limits` (time per question, memory, ...).
-    sandbox
+        The submission (a symbolic link is refused). Never raises for a bad one: its report has ``error`` set.
+    seed, practice
+        The teacher's private seed of the hidden cases (an int), required unless ``practice`` allows the public
+        seed 0 (formative work: anyone can compute its hidden cases from the public bank).
+    student, config, limits
+        Name in the report (default: the file's stem); a teacher's ``.toml``/``.json`` file (points per question,
+        weights per chapter); :class:`~xorlib.coursework.sandbox.Limits` (time per question, memory, ...).
+    sandbox, trusted
         ``"auto"`` (bubblewrap, else the container tier, else refuse), ``"bwrap"``, ``"container"``, or
-        ``"unsandboxed"`` (only with ``trusted``).
-    trusted
-        The answers are your own (a demonstration): where no sandbox tier exists, run them unsandboxed.
-
-    Never raises for a bad submission: it is reported with ``error`` set and no points.
+        ``"unsandboxed"``; ``trusted``: the answers are your own (a demonstration), run unsandboxed where no tier
+        exists.
     """
     path = _path("path", path, exists=False)
     if student is not None and not isinstance(student, str):
         raise TypeError(f"student must be a name (a str) or None, got {type(student).__name__}")
     config = Config.read(_path("config", config, none=True))
-    grading = grading_settings(seed, practice, limits, sandbox, trusted, config, [path.parent])
+    grading = grading_settings(seed, practice, limits, sandbox, trusted, config.points, [path.parent])
     return grade_path(path, student or path.stem, grading)
 
 
@@ -85,13 +75,11 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     ----------
     folder
         The submissions: ``.ipynb`` and ``.md`` files, at any depth (symbolic links refused).
-    roster
-        CSV ``id,name,email``: maps files to students (a file names the student's id or email).
-    marks
-        CSV of the teacher's marks for written questions (a ``student`` column, one per question id).
-    only
-        Regrade one student; the others' reports come from ``previous`` (a folder :meth:`ClassReport.write`
-        wrote).
+    roster, marks
+        CSV ``id,name,email`` (a file names its student's id or email); CSV of the teacher's marks for written
+        questions (a ``student`` column, one per question id).
+    only, previous
+        Regrade one student; the others' reports come from ``previous`` (a folder :meth:`ClassReport.write` wrote).
     workers
         Sandboxes at once (1 to 64; 2 on a 2-core machine).
     seed, practice, config, limits, sandbox, trusted
@@ -107,9 +95,8 @@ def grade_all(folder, *, seed=None, practice=False, roster=None, marks=None, con
     roster_path, marks_path = _path("roster", roster, none=True), _path("marks", marks, none=True)
     config_path, previous = _path("config", config, none=True), _path("previous", previous, exists=False, none=True)
     config = Config.read(config_path)
-    grading = grading_settings(
-        seed, practice, limits, sandbox, trusted, config, [folder, previous, roster_path, marks_path, config_path]
-    )
+    private = [folder, previous, roster_path, marks_path, config_path]
+    grading = grading_settings(seed, practice, limits, sandbox, trusted, config.points, private)
     people = read_roster(roster_path) if roster_path else None
     written = read_marks(marks_path, config) if marks_path else {}
     old = load_reports(previous) if previous is not None and only is not None else ()
@@ -139,4 +126,4 @@ def autograder_zip(chapter, out="autograder.zip", *, seed=None, practice=False, 
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 < seed < 2**63):
         raise ValueError(f"seed must be an int in [1, 2**63) or None (drawn at random), got {seed!r}")
     points = Config.read(_path("config", config, none=True)).points
-    return write_zip(chapter, _path("out", out, exists=False), seed, practice, points)[0]
+    return write_zip(chapter, _path("out", out, exists=False), seed, practice, points)

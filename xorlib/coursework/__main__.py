@@ -1,4 +1,4 @@
-"""``python -m xorlib.coursework``: sync, student, list, grade, grade-all, autograder, gradescope (see ``--help``).
+"""``python -m xorlib.coursework``: sync, student, grade, grade-all, autograder, gradescope (see ``--help``).
 
 Every mistake in the arguments gets a usage message (exit 2), never a traceback. The hidden seed comes from
 ``--seed-file FILE`` or the environment variable ``XORLIB_HIDDEN_SEED`` (what ``make grade SEED=...`` sets), so
@@ -17,12 +17,8 @@ from pathlib import Path
 
 from . import autograder_zip, grade_all, grade_notebook, student_notebooks
 from .autograder import run
-from .bank import CHAPTERS
-from .gradebook import MarksError
-from .pages import html_page, markdown_page
-from .questions import AutoQuestion
+from .render import sync_chapter
 from .sandbox import SANDBOXES, Limits, SandboxUnavailable
-from .sync import sync_chapter
 
 __all__ = ["main"]
 
@@ -51,36 +47,29 @@ def _parser() -> argparse.ArgumentParser:
     student = commands.add_parser("student", help="write student notebooks (no solutions, rubrics, hidden tests)")
     student.add_argument("chapters", nargs="+", help="chapter files, or bank chapter ids such as ch02")
     student.add_argument("--out", type=Path, default=Path("student"))
-    commands.add_parser("list", help="list the questions of the bank")
-    for name, help_text in (("grade", "grade one notebook"), ("grade-all", "grade a folder of submissions")):
-        command = commands.add_parser(name, help=help_text)
-        command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
+    helps = {"grade": "grade one notebook", "grade-all": "grade a folder of submissions",
+             "autograder": "write a Gradescope autograder zip for a chapter (no seed: one drawn at random)"}  # fmt: skip
+    for name, help_text in helps.items():
+        command = commands.add_parser(name, help=help_text, allow_abbrev=False)  # --seed is no --seed-file
         command.add_argument("--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED)")
         command.add_argument("--practice", action="store_true", help="allow the public seed 0 (formative work)")
         command.add_argument("--config", type=Path, help="a .toml/.json file: points, weights, similarity_threshold")
+    for name in ("grade", "grade-all"):
+        command = commands.choices[name]
+        command.add_argument("path", type=Path, help="the notebook" if name == "grade" else "the folder")
         command.add_argument("--sandbox", choices=SANDBOXES[:3], default="auto")
         command.add_argument("--cell-timeout", type=_positive(float, 3600), default=30.0, help="seconds per question")
-        command.add_argument(
-            "--total-timeout", type=_positive(float, 86400), default=600.0, help="seconds per notebook"
-        )
+        command.add_argument("--total-timeout", type=_positive(float, 86400), default=600.0, help="per notebook")
         command.add_argument("--memory-mb", type=_positive(int, 10**6), default=4096, help="address-space limit")
-    grade = commands.choices["grade"]
-    grade.add_argument("--results", type=Path, help="write Gradescope's results.json here")
-    grade.add_argument("--feedback", type=Path, help="write the feedback pages (.html, .md) into this folder")
+    commands.choices["grade"].add_argument("--results", type=Path, help="write Gradescope's results.json here")
     every = commands.choices["grade-all"]
     every.add_argument("--out", type=Path, default=Path("grades"))
     every.add_argument("--roster", type=Path, help="CSV id,name,email")
     every.add_argument("--marks", type=Path, help="CSV of marks for written questions")
     every.add_argument("--only", help="regrade this student only (the others' grades stay as in --out)")
     every.add_argument("--workers", type=_positive(int, 64), default=2)
-    zip_ = commands.add_parser("autograder", help="write a Gradescope autograder zip for a chapter")
-    zip_.add_argument("chapter", help="ch02, 02 or 2")
-    zip_.add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
-    zip_.add_argument(
-        "--seed-file", type=Path, help="file holding the private seed (else $XORLIB_HIDDEN_SEED, else random)"
-    )
-    zip_.add_argument("--practice", action="store_true")
-    zip_.add_argument("--config", type=Path)
+    commands.choices["autograder"].add_argument("chapter", help="ch02, 02 or 2")
+    commands.choices["autograder"].add_argument("--out", type=Path, help="default: autograder-<chapter>.zip")
     scope = commands.add_parser("gradescope", help="inside Gradescope: grade /autograder/submission")
     scope.add_argument("--root", type=Path, default=Path("/autograder"))
     return parser
@@ -103,37 +92,23 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "student":
         print("\n".join(student_notebooks(args.chapters, args.out)))
         return 0
-    if args.command == "list":
-        for q in (q for qs in CHAPTERS.values() for q in qs):
-            print(
-                f"{q.id}  {q.points:>2} pts  {q.title}  [{f'def {q.signature}' if isinstance(q, AutoQuestion) else 'written'}]"
-            )
-        return 0
     if args.command == "gradescope":
         return run(args.root)
     if args.command == "autograder":
         out = args.out or Path(f"autograder-ch{args.chapter.removeprefix('ch').zfill(2)}.zip")
         seed = _seed(args, parser)
         path = autograder_zip(args.chapter, out, seed=seed, practice=args.practice, config=args.config)
-        print(
-            f"wrote {path}"
-            + ("" if seed is not None or args.practice else " (hidden seed drawn at random, kept in it)")
-        )
+        print(f"wrote {path}" + ("" if seed is not None or args.practice else " (hidden seed drawn at random, in it)"))
         return 0
     limits = Limits(cell_s=args.cell_timeout, total_s=args.total_timeout, memory_mb=args.memory_mb)
-    options = dict(
-        seed=_seed(args, parser), practice=args.practice, config=args.config, limits=limits, sandbox=args.sandbox
-    )
+    options = {"seed": _seed(args, parser), "practice": args.practice, "config": args.config, "limits": limits,
+               "sandbox": args.sandbox}  # fmt: skip
     if args.command == "grade":
         report = grade_notebook(args.path, **options)
         print(report)
         if args.results:
             args.results.parent.mkdir(parents=True, exist_ok=True)
             args.results.write_text(json.dumps(report.gradescope(), indent=1) + "\n")
-        if args.feedback:
-            args.feedback.mkdir(parents=True, exist_ok=True)
-            (args.feedback / f"{report.student}.html").write_text(html_page(report.student, [report]))
-            (args.feedback / f"{report.student}.md").write_text(markdown_page(report.student, [report]))
         return 1 if report.error else 0
     if args.only and not (args.out / "reports").is_dir():
         parser.error(f"--only needs the grades of a previous run in --out ({args.out}/reports is missing)")
@@ -154,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args, parser)
-    except (ValueError, TypeError, OSError, MarksError, SandboxUnavailable) as err:
+    except (ValueError, TypeError, OSError, SandboxUnavailable) as err:  # MarksError is a ValueError
         print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
         return 2
 

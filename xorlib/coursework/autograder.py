@@ -1,12 +1,10 @@
 """The Gradescope autograder: a zip laid out as Gradescope's specification asks, and what runs inside it.
 
-`Gradescope's format <https://gradescope-autograders.readthedocs.io/en/latest/specs/>`_ (the one otter-grader's
-zips follow): at the root of the zip, ``setup.sh`` (run once, as root, to build the image) and ``run_autograder``
-(run for every submission, in ``/autograder``); the zip's contents land in ``/autograder/source``; the submission
-is in ``/autograder/submission``; the result goes to ``/autograder/results/results.json``. Ours also holds
-``requirements.txt`` (every package the grader imports, pinned to the versions it was made with), ``config.json``
-(the chapter, the hidden seed, the points) and ``xorlib/`` (the package itself, bank included). ``setup.sh`` makes
-``/autograder/source`` private to root, so that the answers (a fresh uid in the container tier) cannot read it.
+`Gradescope's format <https://gradescope-autograders.readthedocs.io/en/latest/specs/>`_ (otter-grader's too):
+``setup.sh`` (run once, as root) and ``run_autograder`` (per submission) at the root; the zip lands in
+``/autograder/source``, the submission in ``/autograder/submission``, the result goes to
+``/autograder/results/results.json``. Ours also holds ``requirements.txt`` (pinned), ``config.json`` (chapter,
+hidden seed, points) and ``xorlib/``; ``setup.sh`` makes the source private to root, out of the answers' reach.
 """
 
 from __future__ import annotations
@@ -19,8 +17,13 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from .bank import CHAPTERS, chapter_questions
+from .gradebook import find_submissions
+from .grading import grade_path, gradescope_result, grading_settings
 from .questions import AutoQuestion
+from .sandbox import SandboxUnavailable
 
 __all__ = []  # xorlib.coursework exports autograder_zip
 
@@ -57,15 +60,11 @@ PYTHONPATH="$ROOT/source" exec "$ROOT/venv/bin/python" -m xorlib.coursework grad
 
 
 def pinned_requirements() -> list[str]:
-    """``name==version`` for every distribution the grader imports, and everything they require (markers honoured)."""
-    from packaging.requirements import Requirement
-
-    import xorlib.coursework  # noqa: F401  (what the grader imports is what must be installed)
-
+    """``name==version`` for every distribution the grader (this package, imported) imports, and everything they
+    require (markers honoured)."""
     owners = metadata.packages_distributions()
     imported = {d for m in list(sys.modules) if "." not in m for d in owners.get(m, ()) if d.lower() != "xorlib"}
-    todo = sorted(imported | {"jupytext"})  # imported only when a submission is a .md file
-    found: dict[str, str] = {}
+    todo, found = sorted(imported), {}
     while todo:
         name = todo.pop()
         try:
@@ -83,33 +82,23 @@ def pinned_requirements() -> list[str]:
     return [found[k] for k in sorted(found)]
 
 
-def _chapter(chapter: object) -> str:
-    text = (
-        str(chapter).removeprefix("ch").zfill(2)
-        if isinstance(chapter, (str, int)) and not isinstance(chapter, bool)
-        else ""
-    )
-    if f"ch{text}" not in CHAPTERS or not chapter_questions(f"ch{text}", AutoQuestion):
+def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, points: dict) -> Path:
+    """Write the autograder zip for ``chapter``; without a seed (and not ``practice``), draw a private one at random
+    (:mod:`secrets`), stored in the zip's ``config.json``."""
+    valid = isinstance(chapter, (str, int)) and not isinstance(chapter, bool)
+    name = f"ch{str(chapter).removeprefix('ch').zfill(2)}" if valid else ""
+    if name not in CHAPTERS or not chapter_questions(name, AutoQuestion):
         raise ValueError(
             f"chapter must be a chapter of the bank with auto-graded questions ({', '.join(CHAPTERS)}), got {chapter!r}"
         )
-    return f"ch{text}"
-
-
-def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, points: dict) -> tuple[Path, int]:
-    """Write the autograder zip for ``chapter``; return its path and the hidden seed stored in it.
-
-    Without a seed (and not ``practice``), a private one is drawn at random (:mod:`secrets`).
-    """
-    chapter = _chapter(chapter)
     seed = (0 if practice else secrets.randbelow(2**62) + 1) if seed is None else seed
     package = Path(__file__).resolve().parents[1]
     requirements = ["--extra-index-url https://download.pytorch.org/whl/cpu", *pinned_requirements()]
-    config = {"chapter": chapter, "seed": seed, "practice": practice, "points": points}
+    config = {"chapter": name, "seed": seed, "practice": practice, "points": points}
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
-            info = zipfile.ZipInfo(name)
+        for script, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            info = zipfile.ZipInfo(script)
             info.external_attr = 0o100755 << 16  # executable, as Gradescope runs them
             archive.writestr(info, text)
         archive.writestr("requirements.txt", "\n".join(requirements) + "\n")
@@ -117,7 +106,7 @@ def write_zip(chapter: object, out: Path, seed: int | None, practice: bool, poin
         for path in sorted(package.rglob("*.py")):
             if "__pycache__" not in path.parts:
                 archive.write(path, Path("xorlib") / path.relative_to(package))
-    return out, seed
+    return out
 
 
 def run(root: Path) -> int:
@@ -126,49 +115,35 @@ def run(root: Path) -> int:
     Whatever stops the grading, ``results.json`` is written: Gradescope shows a student nothing without it.
     """
     try:
-        return _grade(root)
+        result = _grade(root)
     except Exception as err:  # the type only: a message could carry a hidden case's inputs
-        result = {"score": 0, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-                  "output": f"Not graded: the grader stopped ({type(err).__name__}); your teacher can regrade it."}  # fmt: skip
-        (root / "results").mkdir(parents=True, exist_ok=True)
-        (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-        print(result["output"])
-        return 1
+        result = gradescope_result([], f"Not graded: the grader stopped ({type(err).__name__}); your teacher can "
+                                   "regrade it.")  # fmt: skip
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(result["output"])
+    return 0 if result["tests"] and "not graded" not in result["output"].lower() else 1
 
 
-def _grade(root: Path) -> int:
-    from ._settings import grading_settings
-    from .gradebook import Config, find_submissions
-    from .grading import grade_path
-    from .sandbox import SandboxUnavailable
-
+def _grade(root: Path) -> dict:
     config = json.loads((root / "source" / "config.json").read_text())
     found, refused, _ = find_submissions(root / "submission", None)
     paths = sorted((p for ps in found.values() for p in ps), key=lambda p: p.lstat().st_mtime, reverse=True)
-    result = {"score": 0, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
     if not paths:
         why = "; ".join(f"{f}: {w}" for f, w in refused) or "no .ipynb or .md notebook"
-        result["output"] = f"Not graded: the submission holds no notebook that can be graded ({why})."
-    else:
-        private = [root / "source", root / "submission", root / "results"]
-        try:
-            grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
-                               False, Config(points=config["points"]), private)  # fmt: skip
-        except SandboxUnavailable as err:
-            result["output"] = f"Not graded: {err}"
-            (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-            print(result["output"])
-            return 1
-        report = grade_path(paths[0], "submission", grading)
-        if report.chapter not in (None, config["chapter"]):
-            result["output"] = f"Not graded: this assignment is {config['chapter']}, the notebook is {report.chapter}."
-        else:
-            result = report.gradescope()
-            if len(paths) > 1:
-                result["output"] += f"; {len(paths)} notebooks submitted: graded the latest, {paths[0].name}"
-        print(report)
-    (root / "results" / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    import xorlib
-
-    print(f"xorlib from {Path(xorlib.__file__).parent}")
-    return 0 if result["tests"] and "Not graded" not in result["output"] and "not graded" not in result["output"] else 1
+        return gradescope_result([], f"Not graded: the submission holds no notebook that can be graded ({why}).")
+    private = [root / "source", root / "submission", root / "results"]
+    try:
+        grading = grading_settings(config["seed"], config["practice"], None, os.environ.get("XORLIB_SANDBOX", "auto"),
+                                   False, config["points"], private)  # fmt: skip
+    except SandboxUnavailable as err:
+        return gradescope_result([], f"Not graded: {err}")
+    report = grade_path(paths[0], "submission", grading)
+    print(f"{report}\nxorlib from {Path(__file__).parent.parent}")
+    if report.chapter not in (None, config["chapter"]):
+        return gradescope_result([], f"Not graded: this assignment is {config['chapter']}, the notebook is "
+                                 f"{report.chapter}.")  # fmt: skip
+    result = report.gradescope()
+    if len(paths) > 1:
+        result["output"] += f"; {len(paths)} notebooks submitted: graded the latest, {paths[0].name}"
+    return result

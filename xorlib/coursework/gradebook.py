@@ -7,7 +7,7 @@ name, copy numbers and "late". Several files of one student for one chapter: the
 graded, and the gradebook says which. :meth:`ClassReport.write` writes into ``OUT``:
 
 ``gradebook.csv``               a row per student: a column per question, totals, the weighted grade, notes;
-``feedback/<id>.html``, ``.md`` each student's feedback page;
+``feedback/<id>.html``, ``.md`` each student's feedback page (every text escaped: it may quote the student's code);
 ``results/<id>.json``           each student's Gradescope ``results.json``;
 ``similarity.md``               the pairs of similar answers and the matches with the book's solutions;
 ``written_marks_template.csv``  a sheet for the written questions (fill it in, pass it back with ``--marks``);
@@ -17,22 +17,31 @@ graded, and the gradebook says which. :meth:`ClassReport.write` writes into ``OU
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ._html import table
-from .bank import CHAPTERS, chapter_questions, get_question
-from .grading import GradeReport, Grading, grade_path
-from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
-from .pages import html_page, markdown_page
+from ..report import html_table
+from .bank import CHAPTERS, chapter_questions
+from .grading import (
+    GradeReport,
+    Grading,
+    NotebookError,
+    grade_path,
+    gradescope_result,
+    locate,
+    notebook_chapter,
+    read_notebook,
+)
 from .questions import AutoQuestion, WrittenQuestion
 from .similarity import THRESHOLD, Similarity, compare_class
 
@@ -46,9 +55,12 @@ class MarksError(ValueError):
     """A marks, roster or config file names an unknown question or student, or a value out of range."""
 
 
-def spreadsheet_safe(value: object) -> object:
-    """A CSV cell a spreadsheet shows as text: a leading ``= + - @``, tab or carriage return is quoted with ``'``."""
-    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+def _csv_text(rows: list) -> str:
+    """CSV text a spreadsheet shows as text: a leading ``= + - @``, tab or CR is quoted with ``'`` (no formulas)."""
+    out = io.StringIO()
+    safe = [["'" + v if isinstance(v, str) and v[:1] in "=+-@\t\r" and v else v for v in r] for r in rows]
+    csv.writer(out, lineterminator="\n").writerows(safe)
+    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -66,43 +78,29 @@ class Config:
         if path is None:
             return cls()
         path = Path(path)
-        if path.suffix == ".toml":
-            try:
-                import tomllib
-            except ImportError:  # Python 3.10
-                raise MarksError(
-                    f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json"
-                ) from None
-            parse = tomllib.loads
-        else:
-            parse = json.loads
         try:
-            data = parse(path.read_text(encoding="utf-8"))
+            if path.suffix == ".toml":
+                import tomllib
+            data = (tomllib.loads if path.suffix == ".toml" else json.loads)(path.read_text(encoding="utf-8"))
+        except ImportError:  # Python 3.10
+            raise MarksError(f"{path}: reading TOML needs Python 3.11 or later; write the settings as .json") from None
         except ValueError as err:  # TOMLDecodeError and JSONDecodeError are ValueErrors
             raise MarksError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({err})") from None
         if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("points", "weights")):
             raise MarksError(f"{path}: expected a table of settings, with points and weights as tables")
-        unknown = set(data) - {"points", "weights", "similarity_threshold"}
-        if unknown:
-            raise MarksError(
-                f"{path}: unknown setting(s) {', '.join(sorted(unknown))}; use points, weights, similarity_threshold"
-            )
         points, weights = dict(data.get("points", {})), dict(data.get("weights", {}))
-        for qid, value in points.items():
-            try:
-                get_question(qid)
-            except KeyError:
-                raise MarksError(f"{path}: points names an unknown question {qid!r}") from None
-            if type(value) is not int or not 0 < value <= 1000:
-                raise MarksError(f"{path}: points.{qid} must be an integer in [1, 1000], got {value!r}")
-        for chapter, value in weights.items():
-            if chapter not in CHAPTERS or type(value) not in (int, float) or not (math.isfinite(value) and value >= 0):
-                raise MarksError(
-                    f"{path}: weights.{chapter} must be a chapter of the bank and a number >= 0, got {value!r}"
-                )
-        threshold = data.get("similarity_threshold", THRESHOLD)
+        threshold, known = data.get("similarity_threshold", THRESHOLD), {q.id for qs in CHAPTERS.values() for q in qs}
+        problems = [f"unknown setting {k} (use points, weights, similarity_threshold)" for k in sorted(data)
+                    if k not in ("points", "weights", "similarity_threshold")]  # fmt: skip
+        problems += [f"points names an unknown question {q!r}" if q not in known else
+                     f"points.{q} must be an integer in [1, 1000], got {v!r}" for q, v in points.items()
+                     if q not in known or type(v) is not int or not 0 < v <= 1000]  # fmt: skip
+        problems += [f"weights.{c} must be a chapter of the bank and a number >= 0, got {v!r}" for c, v in weights.items()
+                     if c not in CHAPTERS or type(v) not in (int, float) or not (math.isfinite(v) and v >= 0)]  # fmt: skip
         if type(threshold) not in (int, float) or not 0 < threshold <= 1:
-            raise MarksError(f"{path}: similarity_threshold must be in (0, 1], got {threshold!r}")
+            problems.append(f"similarity_threshold must be in (0, 1], got {threshold!r}")
+        if problems:
+            raise MarksError(f"{path}: {'; '.join(problems)}")
         return cls(points, weights, float(threshold))
 
     def points_of(self, question) -> int:
@@ -136,15 +134,11 @@ def read_marks(path: str | Path, config: Config = Config()) -> dict[str, dict[st
         marks[student] = {}
         for column in columns:
             text, top = (row.get(column) or "").strip(), config.points_of(allowed[column])
-            if not text:
-                continue
-            try:
-                value = float(text)
-            except ValueError:
-                raise MarksError(f"{path}, line {line}, {column}: {text!r} is not a number") from None
-            if not 0 <= value <= top:
-                raise MarksError(f"{path}, line {line}, {column}: {value:g} is outside [0, {top}]")
-            marks[student][column] = value
+            value = float(text) if re.fullmatch(r"\d+\.?\d*|\.\d+", text) else math.nan
+            if text and not 0 <= value <= top:
+                raise MarksError(f"{path}, line {line}, {column}: {text!r} must be a number in [0, {top}]")
+            if text:
+                marks[student][column] = value
     return marks
 
 
@@ -171,20 +165,19 @@ def _stem_student(relative: Path) -> str:
 
 
 def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None) -> tuple[dict, list, list]:
-    """``({(student, chapter): [files, newest first]}, [(file, why not graded)], [notes])``."""
+    """``({(student, chapter): [files, newest first]}, [(file, why not graded)], {student: [notes]})``."""
     by_student: dict[tuple[str, str | None], list[Path]] = {}
     refused: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(folder):  # os.walk never follows a link to a folder
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in [d for d in dirs if Path(root, d).is_symlink()]:  # reported, not silently passed over
-            refused.append((str(Path(root, name).relative_to(folder)), "a symbolic link: refused"))
-            dirs.remove(name)
-        for name in sorted(files):
+        links = [d for d in dirs if Path(root, d).is_symlink()]  # reported, not silently passed over
+        dirs[:] = [d for d in dirs if d not in links]
+        for name in [*links, *sorted(files)]:
             path = Path(root, name)
-            if name.startswith(".") or path.suffix not in (".ipynb", ".md"):
-                continue
             relative = path.relative_to(folder)
-            if any(Path(folder, *relative.parts[: k + 1]).is_symlink() for k in range(len(relative.parts))):
+            if name not in links and (name.startswith(".") or path.suffix not in (".ipynb", ".md")):
+                continue
+            if path.is_symlink():  # (os.walk enters no linked folder: a file's folders are none)
                 refused.append((str(relative), "a symbolic link: refused"))
                 continue
             if roster is None:
@@ -204,13 +197,13 @@ def find_submissions(folder: Path, roster: Mapping[str, tuple[str, str]] | None)
             except NotebookError:
                 chapter = None  # graded anyway, so that the report says why it is unreadable
             by_student.setdefault((student, chapter), []).append(path)
-    notes = []
+    notes: dict[str, list[str]] = {}
     for (student, chapter), paths in by_student.items():
         paths.sort(key=lambda p: (p.lstat().st_mtime, str(p)), reverse=True)
         if len(paths) > 1:
             stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(paths[0].lstat().st_mtime))
-            notes.append((student, f"{len(paths)} files for {chapter}: graded the latest, {paths[0].name} ({stamp}); "
-                                   f"not graded: {', '.join(p.name for p in paths[1:])}"))  # fmt: skip
+            notes.setdefault(student, []).append(f"{len(paths)} files for {chapter}: graded the latest, {paths[0].name} "
+                                                 f"({stamp}); not graded: {', '.join(p.name for p in paths[1:])}")  # fmt: skip
     return by_student, refused, notes
 
 
@@ -247,26 +240,20 @@ class ClassReport:
         written = self.marks.get(student, {})
         name, email = self.roster.get(student, ("", ""))
         row: dict[str, object] = {"student": student, "name": name, "email": email}
-        earned: dict[str, float] = {}
-        possible: dict[str, float] = {}
+        earned, possible = Counter(), Counter()
         for q in self.columns():
             value = scores.get(q.id) if isinstance(q, AutoQuestion) else written.get(q.id)
             row[q.id] = "" if value is None else f"{value:g}"
-            earned[q.chapter] = earned.get(q.chapter, 0.0) + (value or 0)
-            possible[q.chapter] = possible.get(q.chapter, 0.0) + self.config.points_of(q)
+            earned[q.chapter] += value or 0
+            possible[q.chapter] += self.config.points_of(q)
         auto = sum(scores.values())
         weight = {c: self.config.weights.get(c, 1.0) for c in possible}
         top = sum(weight[c] * possible[c] for c in possible)
         grade = 100 * sum(weight[c] * earned[c] for c in possible) / top if top else 0.0
-        notes = [n for r in reports for n in r.notes] + [
-            f"{Path(r.notebook).name}: not graded: {r.error}" for r in reports if r.error
-        ]
-        notes += [
-            f"{q.id}: {q.status}"
-            for r in reports
-            for q in r.questions
-            if q.status not in ("passed", "failed", "not implemented")
-        ]
+        notes = [n for r in reports for n in r.notes]
+        notes += [f"{Path(r.notebook).name}: not graded: {r.error}" for r in reports if r.error]
+        notes += [f"{q.id}: {q.status}" for r in reports for q in r.questions
+                  if q.status not in ("passed", "failed", "not implemented")]  # fmt: skip
         notes += self.similarity.notes(student) if self.similarity else []
         notes += [] if reports else ["no submission"]
         row.update(auto=f"{auto:g}", written=f"{sum(written.values()):g}", total=f"{auto + sum(written.values()):g}",
@@ -274,26 +261,15 @@ class ClassReport:
         return row
 
     def csv(self) -> str:
-        out = io.StringIO()
         fields = ["student", "name", "email", *(q.id for q in self.columns()), "auto", "written", "total", "max",
                   "grade", "notes"]  # fmt: skip
-        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for student in self.students():
-            writer.writerow({k: spreadsheet_safe(v) for k, v in self.row(student).items()})
-        return out.getvalue()
+        return _csv_text([fields, *([self.row(s)[f] for f in fields] for s in self.students())])
 
     def marks_template(self) -> str:
         written = [q for q in self.columns() if isinstance(q, WrittenQuestion)]
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["student", *(q.id for q in written)])
-        for student in self.students():
-            marks = self.marks.get(student, {})
-            writer.writerow(
-                [spreadsheet_safe(student), *(f"{marks[q.id]:g}" if q.id in marks else "" for q in written)]
-            )
-        return out.getvalue()
+        marks = [(s, self.marks.get(s, {})) for s in self.students()]
+        return _csv_text([["student", *(q.id for q in written)],
+                          *([s, *(f"{m[q.id]:g}" if q.id in m else "" for q in written)] for s, m in marks)])  # fmt: skip
 
     def gradescope(self, student: str) -> dict:
         """One student's Gradescope ``results.json``: every auto-graded question, and the written marks entered."""
@@ -304,10 +280,9 @@ class ClassReport:
                 tests.append({"name": f"{q.id} {q.title} (written)", "score": self.marks[student][q.id],
                               "max_score": self.config.points_of(q), "visibility": "visible",
                               "output": "Marked by your teacher against the rubric."})  # fmt: skip
-        return {"score": sum(t["score"] for t in tests), "execution_time": round(sum(r.seconds for r in reports), 2),
-                "output": "; ".join(f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports)
-                or "no submission", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
-                "extra_data": {"student": student}}  # fmt: skip
+        output = "; ".join(f"{Path(r.notebook).name}: {r.gradescope()['output']}" for r in reports)
+        return gradescope_result(tests, output or "no submission", sum(r.seconds for r in reports),
+                                 extra_data={"student": student})  # fmt: skip
 
     def write(self, out: str | Path) -> list[Path]:
         """Write everything listed in the module's docstring into ``out``; return the paths."""
@@ -323,7 +298,7 @@ class ClassReport:
             files[out / "results" / f"{name}.json"] = json.dumps(self.gradescope(student), indent=1) + "\n"
             files[out / "feedback" / f"{name}.html"] = html_page(student, reports)
             files[out / "feedback" / f"{name}.md"] = markdown_page(student, reports)
-            files[out / "reports" / f"{name}.json"] = json.dumps([json.loads(r.to_json()) for r in reports])
+            files[out / "reports" / f"{name}.json"] = json.dumps([asdict(r) for r in reports])
         for path, text in files.items():
             path.write_text(text, encoding="utf-8")
         return list(files)
@@ -342,14 +317,13 @@ class ClassReport:
 
     def _repr_html_(self) -> str:
         fields = ["student", *(q.id for q in self.columns()), "total", "max", "notes"]
-        return table(fields, [[self.row(s)[f] for f in fields] for s in self.students()])._repr_html_()
+        return html_table([[self.row(s)[f] for f in fields] for s in self.students()], fields)._repr_html_()
 
 
 def load_reports(out: str | Path) -> tuple[GradeReport, ...]:
     """The reports :meth:`ClassReport.write` left in ``out/reports`` (to keep them when regrading one student)."""
-    folder = Path(out) / "reports"
-    texts = [p.read_text() for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
-    return tuple(GradeReport.from_json(json.dumps(r)) for text in texts for r in json.loads(text))
+    texts = [p.read_text() for p in sorted((Path(out) / "reports").glob("*.json"))]  # none without the folder
+    return tuple(GradeReport.from_dict(r) for text in texts for r in json.loads(text))
 
 
 def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, config: Config = Config(),
@@ -363,10 +337,7 @@ def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, conf
         raise ValueError(f"only: no submission of a student {only!r} in {folder}")
     with ThreadPoolExecutor(max_workers=workers) as pool:
         reports = list(pool.map(lambda sp: grade_path(sp[1], sp[0], grading), todo))
-    extra = {}
-    for student, note in notes:
-        extra.setdefault(student, []).append(note)
-    reports = [replace(r, notes=(*r.notes, *extra.get(r.student, ()))) for r in reports]
+    reports = [replace(r, notes=(*r.notes, *notes.get(r.student, ()))) for r in reports]
     if only is not None:
         reports = [r for r in previous if r.student != only] + reports
         refused = [(f, w) for f, w in refused if only in f]
@@ -377,9 +348,64 @@ def grade_class(folder: Path, grading: Grading, *, roster=None, marks=None, conf
         except NotebookError:
             continue
         answers.setdefault(student, {}).update(
-            {q: spot.answer_code for q, spot in found.items() if spot.answer_index is not None}
+            {q: s.answer_code for q, s in found.items() if s.answer_index is not None}
         )
     questions = [q for c in sorted({c for _, c in chosen if c}) for q in chapter_questions(c, AutoQuestion)]
     similarity = compare_class(answers, questions, config.threshold)
     return ClassReport(tuple(reports), marks or {}, roster or {}, config, tuple(refused), similarity,
                        time.monotonic() - start)  # fmt: skip
+
+
+_STYLE = """body{font:16px/1.5 system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:1.6rem}pre{background:#f5f5f5;padding:.8rem;overflow-x:auto;
+white-space:pre-wrap}.passed{color:#1a7f37}.lost{color:#b35900}table{border-collapse:collapse}td,th{padding:.2rem .6rem;
+border-bottom:1px solid #ddd;text-align:left}"""
+
+
+def _page(student: str, reports: list[GradeReport]) -> list[tuple[str, object]]:
+    """A feedback page as blocks ``(kind, content)`` (h1, p, lost, table, h2, pre), its texts not yet escaped."""
+    blocks: list[tuple[str, object]] = [("h1", f"Feedback for {student}")]
+    for r in reports:
+        blocks.append(("p", f"{Path(r.notebook).name} ({r.chapter or 'unknown chapter'}): {r.score}/{r.max_score} "
+                            f"points. Sandbox: {r.tier}."))  # fmt: skip
+        blocks += [("lost", f"Not graded: {r.error}")] if r.error else []
+        blocks.append(("table", [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in r.questions]))
+        for q in r.questions:
+            blocks += [("h2", f"{q.id}: {q.title} ({q.score}/{q.points})"), ("pre", q.feedback)]
+    return blocks if reports else [*blocks, ("p", "No submission was graded.")]
+
+
+def html_page(student: str, reports: list[GradeReport]) -> str:
+    """The feedback of ``student`` (all their graded notebooks) as one HTML page, every text escaped."""
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {e(student)}</title>"
+             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{_STYLE}</style></head><body>"]  # fmt: skip
+    for kind, content in _page(student, reports):
+        if kind == "table":
+            rows = "".join(f"<tr><td>{e(i)}</td><td>{e(t)}</td><td>{p}</td><td class='{'lost' * (s != 'passed')}"
+                           f"{'passed' * (s == 'passed')}'>{e(s)}</td></tr>" for i, t, p, s in content)  # fmt: skip
+            parts.append(f"<table><tr><th>question</th><th>title</th><th>points</th><th>status</th></tr>{rows}</table>")
+        else:
+            opening, closing = ("p class='lost'", "p") if kind == "lost" else (kind, kind)
+            parts.append(f"<{opening}>{e(content)}</{closing}>")
+    return "\n".join([*parts, "</body></html>"]) + "\n"
+
+
+def markdown_page(student: str, reports: list[GradeReport]) -> str:
+    """The same page in Markdown: no Markdown or HTML from a student's text; the feedback in fences longer than any
+    run of backticks it holds."""
+
+    def plain(text: str) -> str:
+        return html.escape(text).replace("*", "\\*").replace("_", "\\_").replace("[", "\\[").replace("`", "\\`")
+
+    lines = []
+    for kind, content in _page(student, reports):
+        if kind == "table":
+            lines.append("\n".join(["| question | title | points | status |", "| --- | --- | --- | --- |",
+                                    *(f"| {' | '.join(map(plain, row))} |" for row in content)]))  # fmt: skip
+        elif kind == "pre":
+            ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", content)), default=0))
+            lines.append(f"{ticks}text\n{content}\n{ticks}")
+        else:
+            lines.append({"h1": "# ", "h2": "## "}.get(kind, "") + plain(content))
+    return "\n\n".join(lines) + "\n"

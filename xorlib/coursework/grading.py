@@ -1,40 +1,162 @@
 """Grade one submitted notebook from the instructor's source.
 
-A submission contributes its answer cells, found by question id, and nothing else: questions, points, check code
+A submission contributes its answer cells, found by their tags (``answer-<id>``, or else by the function they define),
+and nothing else: questions, points, check code
 and test cases come from the bank. The answer cells run in a sandbox (:mod:`~xorlib.coursework.sandbox`), in
 notebook order, then every public case, then every hidden case: a hidden case's inputs reach the runner only after
 everything whose text can appear in the feedback (cell errors, public cases) has run, and a hidden case reports
 only a fixed diagnosis, never the answer's words or numbers. The references are computed here, and the comparison
 and diagnosis are the ones :func:`~xorlib.coursework.check` shows. A question earns its points when its answer
-passes every public and hidden case and its check cell is intact and in place; anything else scores 0, with why.
+passes every public and hidden case and its check cell (``check-<id>``) is exactly the teacher's and sits after its
+answer cell, before the next question's; anything else scores 0, with why.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
+import dataclasses
+import errno
 import functools
-import json
+import os
+import stat
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _wire
-from ._build import grading_build
-from ._compare import ReturnError, as_outputs, judge
-from ._html import table
-from .bank import chapter_questions, get_question
+if TYPE_CHECKING:  # imported where a notebook is read or written: nbformat and jupytext take about 1.5 s
+    import nbformat
+
+from . import _runner
+from .bank import chapter_of, chapter_questions, get_question
 from .bank._common import SETUP
-from .feedback import autograd_used, expected_outputs
-from .notebooks import NotebookError, locate, notebook_chapter, read_notebook
+from .feedback import ReturnError, as_outputs, autograd_used, expected_outputs, judge
 from .questions import AutoQuestion, Case
-from .sandbox import Limits, Session, Stopped, Tier
+from .sandbox import SANDBOXES, Limits, Session, Stopped, Tier, check_private, choose_tier, site_dirs
 
 __all__ = []  # GradeReport is what grade_notebook returns; xorlib.coursework exports the functions
 
 _MAX_CELL = 10**6  # characters of an answer cell
 _BUILTIN_ERRORS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+#: Metadata key of the student versions: which chapter, and which questions, a notebook holds.
+METADATA_KEY = "xorlib_coursework"
+_MAX_BYTES = 32 * 2**20  # of a notebook
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook that can be read."""
+
+
+def read_notebook(path: str | Path) -> nbformat.NotebookNode:
+    """Read an ``.ipynb`` notebook or a jupytext MyST ``.md`` file, or raise :class:`NotebookError`: missing, a
+    symbolic link (to another student's work, or outside the folder), over 32 MB, or not a valid notebook."""
+    import jupytext
+    import nbformat
+
+    path = Path(path)
+    if path.suffix not in (".ipynb", ".md"):
+        raise NotebookError(f"{path.name}: expected a .ipynb or a MyST .md notebook, got {path.suffix!r}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never through a link, never a FIFO's wait
+    except OSError as err:
+        link = err.errno == errno.ELOOP or path.is_symlink()
+        raise NotebookError(
+            f"{path.name} is a symbolic link: refused" if link else f"no such notebook: {path}"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotebookError(f"{path.name} is not a regular file: refused")
+        data = handle.read(_MAX_BYTES + 1)
+    if len(data) > _MAX_BYTES:
+        raise NotebookError(f"{path.name} is larger than {_MAX_BYTES // 2**20} MB: refused")
+    try:
+        text = data.decode("utf-8")
+        notebook = nbformat.reads(text, as_version=4) if path.suffix == ".ipynb" else jupytext.reads(text, "md:myst")
+        nbformat.validate(notebook)
+    except Exception as err:  # nbformat, jupytext and json raise many kinds of error for a broken file
+        raise NotebookError(f"{path.name}: not a valid notebook ({type(err).__name__}: {str(err)[:200]})") from None
+    return notebook
+
+
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    """A cell's tags (``[]`` when it has none or they are malformed)."""
+    found = cell.get("metadata", {}).get("tags", [])
+    return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
+
+
+def notebook_chapter(notebook: nbformat.NotebookNode, path: str | Path) -> str | None:
+    """The chapter a notebook belongs to: its metadata, else its file name, else its cells' tags."""
+    meta = notebook.get("metadata", {}).get(METADATA_KEY, {})
+    if isinstance(meta, dict) and isinstance(meta.get("chapter"), str):
+        return meta["chapter"]
+    if chapter := chapter_of(path):
+        return chapter
+    for cell in notebook.cells:
+        for tag in tags(cell):
+            if tag.startswith(("answer-ch", "check-ch")):
+                return tag.split("-")[1]
+    return None
+
+
+def _normalise(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _defines(source: str, function: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a student's cell may be any text at all
+        return f"def {function}(" in source
+    return any(isinstance(n, ast.FunctionDef) and n.name == function for n in tree.body)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a question's cells are in a submission, and what is wrong with its check cell, if anything."""
+
+    answer_index: int | None
+    answer_code: str
+    check_problem: str | None
+    note: str = ""
+
+
+def locate(notebook: nbformat.NotebookNode, questions: tuple[AutoQuestion, ...]) -> dict[str, Located]:
+    """Find each question's answer cell by its tag (or the function it defines) and judge its check cell."""
+    code = [(k, c) for k, c in enumerate(notebook.cells) if c.get("cell_type") == "code"]
+    answers: dict[str, tuple[int | None, str, str]] = {}
+    for q in questions:
+        tagged = [(k, c) for k, c in code if f"answer-{q.id}" in tags(c)]
+        found = tagged or [(k, c) for k, c in code if _defines(c.source, q.function)]
+        note = f"answer cell found by its function {q.function} (its tag was missing)" if not tagged else (
+            "" if len(tagged) == 1 else "several answer cells: the last one is graded")  # fmt: skip
+        answers[q.id] = (found[-1][0], found[-1][1].source, note) if found else (None, "", "")
+    located = {}
+    for q in questions:  # wherever the blocks moved: the check follows its answer, before the next answer cell
+        index, source, note = answers[q.id]
+        others = [a[0] for qid, a in answers.items() if qid != q.id and a[0] is not None and a[0] > (index or 0)]
+        upper = min(others, default=len(notebook.cells))
+        located[q.id] = Located(index, source, _check_problem(code, q, index, upper), note)
+    return located
+
+
+def _check_problem(code: list, question: AutoQuestion, answer: int | None, upper: int) -> str | None:
+    """Why the check cell of ``question`` does not count, or ``None`` when it is intact and in place."""
+    expected = _normalise(question.check_source())
+    tagged = [(k, c) for k, c in code if f"check-{question.id}" in tags(c)]
+    found = tagged or [(k, c) for k, c in code if _normalise(c.source) == expected]
+    if not found:
+        return f"its check cell is missing (it must be exactly `{question.check_source()}`)"
+    intact = [(k, c) for k, c in found if _normalise(c.source) == expected]
+    if not intact:
+        return f"its check cell was altered (it must be exactly `{question.check_source()}`)"
+    if answer is None or not any(answer < k < upper for k, _ in intact):
+        return "its check cell was moved (it must follow the answer cell, before the next question)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,8 +169,6 @@ class QuestionResult:
     score: int
     status: str
     feedback: str
-    passed: int = 0
-    total: int = 0
 
 
 @dataclass(frozen=True, repr=False)
@@ -87,22 +207,16 @@ class GradeReport:
         for q in self.questions:
             lines.append(f"  {q.id}  {q.score}/{q.points}  {q.status}")
             lines += ["      " + line for line in q.feedback.splitlines()] if q.status != "passed" else []
-        return "\n".join(
-            [*lines, f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]"]
-        )
-
-    def _repr_html_(self) -> str:
-        rows = [(q.id, q.title, f"{q.score}/{q.points}", q.status) for q in self.questions]
-        return table(("question", "title", "score", "status"), rows)._repr_html_()
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+        lines.append(f"  Total {self.score}/{self.max_score}   [sandbox: {self.tier}; {self.seconds:.1f} s]")
+        return "\n".join(lines)
 
     @classmethod
-    def from_json(cls, text: str) -> GradeReport:
-        data = json.loads(text)
-        data["questions"] = tuple(QuestionResult(**q) for q in data["questions"])
-        return cls(**{**data, "notes": tuple(data["notes"])})
+    def from_dict(cls, data: dict) -> GradeReport:
+        """The inverse of :func:`dataclasses.asdict` (a report read back from JSON, also one saved before a
+        question's result lost its ``passed`` and ``total`` counts)."""
+        known = {f.name for f in dataclasses.fields(QuestionResult)}
+        questions = tuple(QuestionResult(**{k: v for k, v in q.items() if k in known}) for q in data["questions"])
+        return cls(**{**data, "questions": questions, "notes": tuple(data["notes"])})
 
     def gradescope(self) -> dict:
         """This report as Gradescope's ``results.json``: the score, and one test per question."""
@@ -110,8 +224,13 @@ class GradeReport:
                   "visibility": "visible", "status": "passed" if q.score == q.points else "failed"}
                  for q in self.questions]  # fmt: skip
         summary = f"not graded: {self.error}" if self.error else f"{self.score}/{self.max_score} points"
-        return {"score": self.score, "execution_time": round(self.seconds, 2), "visibility": "visible",
-                "output": f"{summary} (sandbox: {self.tier})", "stdout_visibility": "hidden", "tests": tests}  # fmt: skip
+        return gradescope_result(tests, f"{summary} (sandbox: {self.tier})", self.seconds)
+
+
+def gradescope_result(tests: list[dict], output: str, seconds: float = 0.0, **extra: object) -> dict:
+    """Gradescope's ``results.json``: the tests' total score, visible to the student; stdout hidden."""
+    return {"score": sum(t["score"] for t in tests), "execution_time": round(seconds, 2), "visibility": "visible",
+            "output": output, "stdout_visibility": "hidden", "tests": tests, **extra}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,6 +244,37 @@ class Grading:
 
     def points_of(self, question: AutoQuestion) -> int:
         return self.points.get(question.id, question.points)
+
+
+#: The seed of the hidden cases anyone can compute (the bank is public): for practice only.
+PUBLIC_SEED = 0
+
+
+def grading_settings(seed: object, practice: object, limits: object, sandbox: object, trusted: object, points: dict,
+             private: list) -> Grading:  # fmt: skip
+    """The settings of a grading run, checked once: the seed's rule, the limits, the tier (and its privacy)."""
+    for name, value in (("practice", practice), ("trusted", trusted)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    if seed is None and not practice:
+        raise ValueError("seed is required for summative grading: pass your private seed (seed=..., SEED=... or "
+                         f"--seed-file), or practice=True (--practice) to grade with the public seed {PUBLIC_SEED}")  # fmt: skip
+    seed = PUBLIC_SEED if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an int in [0, 2**63), got {seed!r}")
+    if seed == PUBLIC_SEED and not practice:
+        raise ValueError(f"seed {PUBLIC_SEED} is public (anyone can compute its hidden cases): pass your private seed "
+                         "for summative grading, or practice=True (--practice)")  # fmt: skip
+    limits = Limits() if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a sandbox Limits or None, got {type(limits).__name__}")
+    if sandbox not in SANDBOXES:
+        raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
+    tier = choose_tier(sandbox, trusted=trusted)
+    package = Path(__file__).resolve().parents[1]
+    secret = [package, *(Path(s) / "xorlib" for s in site_dirs()), *[p for p in private if p is not None]]
+    check_private(tier, [str(p) for p in secret], seed if seed != PUBLIC_SEED else -1)
+    return Grading(seed, limits, tier, dict(points))
 
 
 @functools.lru_cache(maxsize=256)
@@ -157,7 +307,7 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
         try:
             if session is None:
                 try:
-                    session = Session(grading.tier, limits, grading_build(), SETUP)
+                    session = Session(grading.tier, limits, SETUP)
                 except OSError as err:  # e.g. no process could be forked: this notebook is not graded, not the class
                     raise Stopped(f"its process could not be started ({err})") from None
                 if not session.started.get("ok"):
@@ -169,7 +319,7 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                         request = {"op": "cell", "q": q.id, "code": code, "function": q.function}
                         try:
                             reply = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
-                        except _wire.Malformed as err:
+                        except _runner.Malformed as err:
                             reply = {"defined": False, "error": {"type": "", "message": f"malformed reply ({err})"}}
                         if outcome.cell is None:
                             outcome.cell, outcome.used = reply, outcome.used + time.monotonic() - start
@@ -178,11 +328,11 @@ def _run(plan: list[tuple[AutoQuestion, str]], grading: Grading, deadline: float
                 if outcome.stopped or k in outcome.replies or (outcome.cell or {}).get("defined") is not True:
                     continue
                 start = time.monotonic()
-                request = {"op": "case", "q": q.id, "args": _wire.encode_input(tuple(case.args)),
+                request = {"op": "case", "q": q.id, "args": _runner.encode_input(tuple(case.args)),
                            "forbid_autograd": None if q.autograd else f"{q.id} asks for this without autograd"}  # fmt: skip
                 try:
                     outcome.replies[k] = session.ask(request, min(limits.cell_s - outcome.used, deadline - start))
-                except _wire.Malformed as err:
+                except _runner.Malformed as err:
                     outcome.replies[k] = f"malformed result ({err})"
                 outcome.used += time.monotonic() - start
             session.close()
@@ -222,50 +372,42 @@ def _got(reply: object, question: AutoQuestion, public: bool) -> tuple | str:
             else _error_text(reply.get("error"), question.function, public)
         )
     try:
-        value = _wire.decode_output(reply["value"])
+        value = _runner.decode_output(reply["value"])
         if isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(v, str) for v in value)):
             kind = f" ({value})" if public and isinstance(value, str) else ""
             return f"{question.function} returned something that is not numbers{kind}"
         return as_outputs(value, question.outputs)
-    except _wire.Malformed as err:
+    except _runner.Malformed as err:
         return f"malformed result ({err})"
     except ReturnError as err:
         return str(err) if public else "the answer returned the wrong kind of value"
 
 
-def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, str, int, int]:
-    """``(status, feedback, passed, total)`` of one question."""
+def _judge(question: AutoQuestion, outcome: _Outcome, seed: int) -> tuple[str, str]:
+    """``(status, feedback)`` of one question."""
     cases = _cases(question.id, seed)
     cell = outcome.cell or {}
-    error = cell.get("error")
-    prefix = f"{_error_text(error, 'Your answer cell', True)}.\n" if error else ""
+    prefix = f"{_error_text(cell['error'], 'Your answer cell', True)}.\n" if cell.get("error") else ""
+    stopped = f"{prefix}The sandbox stopped this question: {outcome.stopped}."
     if outcome.stopped and not outcome.replies:
-        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", 0, len(cases)
+        return "stopped", stopped
     if cell.get("defined") is not True:
-        return "error", f"{prefix}The answer cell does not define a function {question.function}.", 0, len(cases)
+        return "error", f"{prefix}The answer cell does not define a function {question.function}."
     passed, failure = 0, None
     for k, (case, expected, public) in enumerate(cases):
         got = _got(outcome.replies[k], question, public) if k in outcome.replies else "no result came back"
         if got == "not implemented yet":
-            return (
-                "not implemented",
-                f"{question.function} is not implemented yet (it raises NotImplementedError).",
-                0,
-                len(cases),
-            )
+            return "not implemented", f"{question.function} is not implemented yet (it raises NotImplementedError)."
         verdict = judge(question, case, got, expected)
         passed += verdict.passed
         if not verdict.passed and failure is None:
-            failure = (
-                f"Failed a public case.\n{verdict.message}"
-                if public
-                else (f"Failed a hidden case ({case.description}): {verdict.summary}")
-            )
+            failure = f"Failed a public case.\n{verdict.message}" if public else (
+                f"Failed a hidden case ({case.description}): {verdict.summary}")  # fmt: skip
     if outcome.stopped:
-        return "stopped", f"{prefix}The sandbox stopped this question: {outcome.stopped}.", passed, len(cases)
+        return "stopped", stopped
     if failure is None:
-        return "passed", f"{prefix}Passed all {len(cases)} test cases.", passed, len(cases)
-    return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases.", passed, len(cases)
+        return "passed", f"{prefix}Passed all {len(cases)} test cases."
+    return "failed", f"{prefix}{failure}\nPassed {passed} of {len(cases)} test cases."
 
 
 def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
@@ -295,7 +437,7 @@ def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
             results.append(QuestionResult(q.id, q.title, points, 0, "no answer", why if spot.answer_index is None
                                           else f"The answer cell has more than {_MAX_CELL} characters."))  # fmt: skip
             continue
-        status, feedback, passed, total = _judge(q, outcomes[q.id], grading.seed)
+        status, feedback = _judge(q, outcomes[q.id], grading.seed)
         feedback = f"Note: {spot.note}.\n{feedback}" if spot.note else feedback
         if not q.autograd and (used := autograd_used(spot.answer_code)):
             status = "uses autograd"
@@ -303,6 +445,5 @@ def grade_path(path: Path, student: str, grading: Grading) -> GradeReport:
         if spot.check_problem:  # "its check cell was altered (it must be ...)" gives "check cell was altered"
             status = spot.check_problem.split(" (")[0].removeprefix("its ")
             feedback = f"This question scores 0: {spot.check_problem}. Restore it from the student version.\n{feedback}"
-        results.append(QuestionResult(q.id, q.title, points, points if status == "passed" else 0, status, feedback,
-                                      passed, total))  # fmt: skip
+        results.append(QuestionResult(q.id, q.title, points, points * (status == "passed"), status, feedback))
     return GradeReport(str(path), student, chapter, tuple(results), tier, time.monotonic() - start, fatal)

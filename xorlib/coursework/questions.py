@@ -1,25 +1,5 @@
-r"""What a question is: an auto-graded function to write, or a written answer with a rubric.
-
-An :class:`AutoQuestion` holds everything the grader needs, and none of it
-comes from a submission:
-
-* the teacher's ``solution``, a function of the bank module whose body sits
-  between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` (the markers of nbgrader
-  and otter-grader); its source is the answer cell of the book, and the same
-  source with the body replaced by ``raise NotImplementedError`` is the
-  student's;
-* the ``reference``, computed in the grader's process (from :mod:`xorlib`'s
-  core or written in the bank), never shipped to the student's process;
-* ``public`` cases, which the student-facing :func:`~xorlib.coursework.check`
-  runs, and ``hidden`` cases, drawn from a seed at grading time only;
-* tolerances and known mistakes, for a diagnosis instead of a bare "wrong".
-
-A :class:`WrittenQuestion` holds a prompt, a model answer and a rubric; the
-teacher's marks for it come from a CSV file (:mod:`~xorlib.coursework.gradebook`).
-
-Both kinds carry a ``level`` (one of :data:`LEVELS`) and ``minutes``, the time a
-student who has read the chapter should expect to spend (:data:`MINUTES`); the
-book shows both in the exercise's header.
+r"""What a question is: an auto-graded function to write (:class:`AutoQuestion`: everything the grader needs, none
+of it from a submission), or a written answer marked by the teacher against a rubric (:class:`WrittenQuestion`).
 """
 
 from __future__ import annotations
@@ -28,50 +8,30 @@ import inspect
 import re
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = []  # the rest is internal to xorlib.coursework
 
 #: What replaces a solution in the student's answer cell.
 STUB = "raise NotImplementedError  # your code here"
 
-_BEGIN = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b")
-_END = re.compile(r"^[ \t]*#[ \t]*END SOLUTION\b")
+_MARKER = re.compile(r"^[ \t]*#[ \t]*(BEGIN|END) SOLUTION\b", re.M)
+_SOLUTION = re.compile(
+    r"^(?P<indent>[ \t]*)#[ \t]*BEGIN SOLUTION\b(?P<body>.*?)^[ \t]*#[ \t]*END SOLUTION\b.*?$", re.M | re.S
+)
 _ID = re.compile(r"^ch(?P<chapter>\d\d)-(?P<kind>[qw])(?P<number>\d+)$")
 
-#: The difficulty of a question: a warm-up (a formula of the chapter, written out), a core exercise (a derivation
-#: of the chapter turned into vectorised code, or an argument of a few lines), or a challenge (a derivation of
-#: several steps that the chapter does not do).
+#: The levels: a warm-up (a formula of the chapter, written out), a core exercise (a derivation of the chapter as
+#: vectorised code, or a short argument), a challenge (several steps the chapter does not take).
 LEVELS = ("warm-up", "core", "challenge")
 #: The range of ``minutes``, the estimated time for a student who has read the chapter.
 MINUTES = (5, 90)
 
 
-def check_effort(question_id: str, level: object, minutes: object) -> None:
-    """Refuse a ``level`` outside :data:`LEVELS` or ``minutes`` that is not an int in :data:`MINUTES`.
-
-    Raises
-    ------
-    ValueError
-        Naming the field, the value given and the values allowed.
-    """
-    if level not in LEVELS:
-        raise ValueError(f"question {question_id}: level must be one of {', '.join(map(repr, LEVELS))}, got {level!r}")
-    low, high = MINUTES
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not low <= minutes <= high:
-        raise ValueError(
-            f"question {question_id}: minutes must be an int from {low} to {high} (the estimated time for a student "
-            f"who has read the chapter), got {minutes!r}"
-        )
-
-
 @dataclass(frozen=True, eq=False)
 class Case:
-    """One test case: positional arguments for the student's function, described in words.
-
-    ``d`` (when the case has a number of positions) lets the diagnosis name
-    factors such as :math:`d/(d-1)`.
-    """
+    """One test case: positional arguments, described in words; ``d`` (the number of positions, where there is one)
+    lets a diagnosis name factors such as :math:`d/(d-1)`."""
 
     description: str
     args: tuple[object, ...]
@@ -86,51 +46,57 @@ class Mistake:
     compute: Callable[..., object]
 
 
+class _Question:
+    """What both kinds share: the effort, checked when a question is made, and the chapter its id names."""
+
+    def __post_init__(self) -> None:
+        """Refuse a malformed question: its id, points, level, time, solution markers, or autograd flag."""
+        match, auto = _ID.match(self.id), isinstance(self, AutoQuestion)
+        problems = [f"its id must look like 'chNN-{'q' if auto else 'w'}K'" * (not match or (match["kind"] == "q") != auto),
+                    "it must be worth a positive number of points" * (self.points <= 0),
+                    f"level must be one of {', '.join(map(repr, LEVELS))}, got {self.level!r}" * (self.level not in LEVELS)]  # fmt: skip
+        if type(self.minutes) is not int or not MINUTES[0] <= self.minutes <= MINUTES[1]:
+            problems.append(f"minutes must be an int from {MINUTES[0]} to {MINUTES[1]} (the estimated time for a "
+                            f"student who has read the chapter), got {self.minutes!r}")  # fmt: skip
+        if auto and stub_source(self.answer_source()) == self.answer_source():
+            problems.append("the solution has no # BEGIN SOLUTION / # END SOLUTION block")
+        if auto and ("without autograd" in self.prompt) == self.autograd:
+            problems.append("autograd=False exactly where the prompt says 'without autograd'")
+        if problems := [p for p in problems if p]:
+            raise ValueError(f"question {self.id}: {'; '.join(problems)}")
+
+    @property
+    def chapter(self) -> str:
+        """``"chNN"``."""
+        return self.id.split("-")[0]
+
+
 @dataclass(frozen=True, eq=False)
-class AutoQuestion:
+class AutoQuestion(_Question):
     r"""An auto-graded question: a function to write, with its cases, reference and diagnosis.
 
     Parameters
     ----------
-    id
-        ``"chNN-qK"``; also the exercise's label in the book and the tag suffix of its cells.
-    title, points, prompt
-        What the book shows (the prompt is Markdown with :math:`\LaTeX`).
-    level, minutes
-        The difficulty, one of :data:`LEVELS`, and the estimated time in minutes for a student who has read the
-        chapter (an int in :data:`MINUTES`); the exercise's header shows both.
+    id, title, points, level, minutes, prompt
+        ``"chNN-qK"`` (also the exercise's label and its cells' tag suffix); what the book shows (the prompt in
+        Markdown with :math:`\LaTeX`); the difficulty (:data:`LEVELS`) and the minutes to expect (:data:`MINUTES`).
     solution
-        The teacher's solution, a top-level function of the bank module with a
-        docstring and a ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` body. Its
-        name is the function the student writes.
-    reference
-        Computes the expected output from the same arguments, in the grader.
-    public, hidden
-        ``public()`` and ``hidden(seed)`` return the test cases. Only the
-        public ones appear in the student's feedback; the hidden ones are drawn
-        from the teacher's seed when grading.
-    outputs
-        Names of the returned values, e.g. ``("weights", "z")`` for a pair.
-    imports
-        Lines placed above the function in the answer cell (helpers an answer may use).
-    mistakes
-        Known mistakes, recognised by their outputs.
-    hint
-        A line shown with every failure.
+        The teacher's solution, a top-level function of the bank module whose body sits between ``# BEGIN
+        SOLUTION`` and ``# END SOLUTION`` (nbgrader's markers): its source is the book's answer cell, and with the
+        body replaced by :data:`STUB` the student's. Its name is the function the student writes.
+    reference, public, hidden
+        The expected output from the same arguments (computed in the grader only); ``public()`` and
+        ``hidden(seed)``, the test cases (hidden ones drawn from the teacher's seed, never shown).
+    outputs, imports
+        Names of the returned values (``("weights", "z")``); lines above the function in the answer cell.
+    mistakes, diagnose, hint, nan_hint
+        Known mistakes, recognised by their outputs; an optional ``diagnose(args, got, expected) -> str | None``
+        tried when none matches; a line shown with every failure; what to say about NaN or infinite entries.
     rtol, atol
         Tolerances of :func:`numpy.allclose`; ``atol`` is scaled by the largest expected magnitude (at least 1).
-    forbidden
-        The xorlib names that would answer the question; the grading build
-        leaves them out, and the report says so when an answer reaches for one.
-    diagnose
-        Optional extra diagnosis ``diagnose(args, got, expected) -> str | None``
-        (arrays of the outputs), tried when no known mistake matches.
-    nan_hint
-        What to say when the answer has NaN or infinite entries.
-    autograd
-        ``False`` where the prompt asks for the computation without autograd: the
-        answer's cases then run with autograd disabled, and an answer cell that
-        names it scores 0.
+    forbidden, autograd
+        The xorlib names that would answer the question (the grading build leaves them out); ``False`` where the
+        prompt says "without autograd": the cases then run with autograd disabled, and a cell naming it scores 0.
     """
 
     id: str
@@ -153,10 +119,6 @@ class AutoQuestion:
     diagnose: Callable[..., str | None] | None = None
     nan_hint: str = "an exponential overflowed or something was divided by zero."
     autograd: bool = True
-    kind: str = field(default="auto", init=False)
-
-    def __post_init__(self) -> None:
-        check_effort(self.id, self.level, self.minutes)
 
     @property
     def function(self) -> str:
@@ -167,11 +129,6 @@ class AutoQuestion:
     def signature(self) -> str:
         """``name(arg, ...)`` as the student writes it."""
         return f"{self.function}{inspect.signature(self.solution)}"
-
-    @property
-    def chapter(self) -> str:
-        """``"chNN"``."""
-        return self.id.split("-")[0]
 
     def answer_source(self) -> str:
         """The book's answer cell: the imports and the teacher's solution."""
@@ -196,13 +153,9 @@ class Criterion:
 
 
 @dataclass(frozen=True)
-class WrittenQuestion:
-    """A question answered in prose or maths, marked by the teacher against a rubric.
-
-    ``answer`` is the model answer (Markdown), shown folded in the book and
-    absent from the student version, like the rubric. ``level`` and ``minutes``
-    are as for :class:`AutoQuestion`.
-    """
+class WrittenQuestion(_Question):
+    """A question answered in prose or maths, marked by the teacher against a rubric; ``answer`` is the model answer
+    (Markdown), folded in the book and absent from the student version, like the rubric."""
 
     id: str
     title: str
@@ -211,65 +164,20 @@ class WrittenQuestion:
     prompt: str
     rubric: tuple[Criterion, ...]
     answer: str
-    kind: str = field(default="written", init=False)
-
-    def __post_init__(self) -> None:
-        check_effort(self.id, self.level, self.minutes)
 
     @property
     def points(self) -> int:
         """The marks available: the rubric's total."""
         return sum(c.points for c in self.rubric)
 
-    @property
-    def chapter(self) -> str:
-        """``"chNN"``."""
-        return self.id.split("-")[0]
-
 
 Question = AutoQuestion | WrittenQuestion
 
 
 def stub_source(source: str) -> str:
-    """Replace each ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` block by :data:`STUB`, at the marker's indentation.
-
-    Raises
-    ------
-    ValueError
-        For a marker without its partner, or nested markers.
-    """
-    out: list[str] = []
-    inside = False
-    for number, line in enumerate(source.splitlines(), start=1):
-        if begin := _BEGIN.match(line):
-            if inside:
-                raise ValueError(f"line {number}: BEGIN SOLUTION inside another solution block")
-            inside = True
-            out.append(begin.group("indent") + STUB)
-        elif _END.match(line):
-            if not inside:
-                raise ValueError(f"line {number}: END SOLUTION without a BEGIN SOLUTION")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise ValueError("BEGIN SOLUTION without an END SOLUTION")
-    return "\n".join(out)
-
-
-def check_question(question: Question, chapter: str) -> None:
-    """Refuse a malformed bank entry (an id outside its chapter, no points, no level or time, no solution markers)."""
-    match = _ID.match(question.id)
-    if not match or f"ch{match.group('chapter')}" != chapter:
-        raise ValueError(
-            f"question id {question.id!r} must look like '{chapter}-q1' (auto) or '{chapter}-w1' (written)"
-        )
-    if (match.group("kind") == "q") != isinstance(question, AutoQuestion):
-        raise ValueError(f"question {question.id}: ids of auto-graded questions use 'q', written ones 'w'")
-    if question.points <= 0:
-        raise ValueError(f"question {question.id} must be worth a positive number of points")
-    check_effort(question.id, question.level, question.minutes)
-    if isinstance(question, AutoQuestion) and stub_source(question.answer_source()) == question.answer_source():
-        raise ValueError(f"question {question.id}: the solution has no # BEGIN SOLUTION / # END SOLUTION block")
-    if isinstance(question, AutoQuestion) and ("without autograd" in question.prompt) == question.autograd:
-        raise ValueError(f"question {question.id}: autograd=False exactly where the prompt says 'without autograd'")
+    """Replace each ``# BEGIN SOLUTION`` ... ``# END SOLUTION`` block by :data:`STUB`, at the marker's indentation
+    (:class:`ValueError` for a marker without its partner, or nested markers)."""
+    stubbed = _SOLUTION.sub(lambda block: block["indent"] + STUB, source)
+    if _MARKER.search(stubbed) or any(_MARKER.search(block["body"]) for block in _SOLUTION.finditer(source)):
+        raise ValueError("a BEGIN SOLUTION without an END SOLUTION after it, or one inside another")
+    return "\n".join(stubbed.splitlines())

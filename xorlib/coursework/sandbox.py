@@ -1,32 +1,32 @@
-"""Where answers run: a bubblewrap sandbox, or the container itself, and the grader's side of the conversation.
-
-The grader never runs student code in its own process. Each submission gets a fresh runner process
-(:mod:`~xorlib.coursework._runner`) in the best tier this machine offers, and every report names it:
+"""Where answers run, and the grader's side of the conversation: a fresh runner process
+(:mod:`~xorlib.coursework._runner`) per submission, in the best tier this machine offers (every report names it):
 
 ``bwrap``
     `bubblewrap <https://github.com/containers/bubblewrap>`_ (Flatpak's sandbox): new PID, network, IPC, UTS and
-    mount namespaces (``--unshare-*``, ``--die-with-parent``, ``--new-session``); the root is an empty tmpfs
-    holding read-only binds of ``/usr``, the interpreter, its ``site-packages`` (with any installed ``xorlib``
-    covered) and the grading build, a fresh ``/proc`` and ``/dev``, and a size-limited ``/tmp``. Run as root,
-    bubblewrap keeps only ``CAP_SETUID``/``CAP_SETGID``, with which the runner drops to a fresh uid before
-    anything else; otherwise bubblewrap runs in a user namespace as the grader's own user.
+    mount namespaces; read-only binds of ``/usr``, the interpreter, its ``site-packages`` (any installed ``xorlib``
+    covered) and the grading build; a size-limited ``/tmp``. As root, the runner keeps only ``CAP_SETUID``/
+    ``CAP_SETGID`` and drops to a fresh uid first; otherwise it runs in a user namespace as the grader's user.
 ``container``
-    Where bubblewrap cannot run (a container without user namespaces: a default Docker container, Gradescope),
-    the container is the sandbox: the runner is started as a fresh unprivileged uid, in its own session and
-    process group, with the same limits. The grader refuses this tier unless that uid can read none of the
-    teacher's files (the package with the solutions, the submissions, the outputs) and the hidden seed is on no
-    command line (``/proc/*/cmdline`` is world-readable).
+    Where bubblewrap cannot run (Docker, Gradescope), the container is the sandbox: a fresh unprivileged uid, its
+    own session, the same limits, and only if that uid can read none of the teacher's files and the hidden seed is
+    on no command line (:func:`check_private`).
 ``unsandboxed``
     The grader's own user in a separate process: only for code the caller trusts (``trusted=True``).
 
-The grader trusts only what it observes: the process it started (its pid, its exit status), its own clock, the
-tier it chose, and replies checked against a schema. It signals only the process group it created (before
-reaping its leader, so the group id cannot have been reused); in the container tier, processes that left the
-group are ended by ``kill(-1)`` sent *as the sandbox's uid*, which can reach nothing else.
+Answers see a *grading build* of xorlib (:func:`grading_build`), never the package: :mod:`xorlib.task` (``all_inputs``
+and friends) and what it imports, found by reading its relative imports; any other module is absent, and importing
+one says why. A build that would hold a module a question forbids (its reference) is refused.
+
+The grader trusts only what it observes: its process (pid, exit status), its clock, its tier, and replies checked
+against a schema. It signals only the process group it created, before reaping its leader; in the container tier,
+processes that left the group are ended by ``kill(-1)`` sent as the sandbox's uid, which can reach nothing else.
 """
 
 from __future__ import annotations
 
+import ast
+import atexit
+import contextlib
 import functools
 import itertools
 import json
@@ -44,11 +44,13 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from ._runner import Malformed
+from .bank import CHAPTERS
+
 __all__ = []  # internal to xorlib.coursework
 
 #: The sandbox choices of the command line and of :func:`~xorlib.coursework.grade_all`.
 SANDBOXES = ("auto", "bwrap", "container", "unsandboxed")
-_HERE = Path(__file__).resolve().parent
 _UID_BASE = 2_000_000_000
 
 
@@ -57,7 +59,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 class Stopped(Exception):
-    """The runner did not answer a request: it ran out of time, died, or broke the framing (``reason``)."""
+    """The runner did not answer a request: it ran out of time, died, or broke the framing."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,6 @@ class Limits:
             if not (math.isfinite(value) and 0 < value <= 10**6):
                 raise ValueError(f"{f.name} must be > 0 and <= 1e6, got {value!r}")
 
-    def rlimits(self, extra_processes: int = 0) -> dict[str, int]:
-        mb = 2**20
-        return {"AS": self.memory_mb * mb, "CPU": self.cpu_s, "FSIZE": self.file_mb * mb,
-                "NPROC": self.processes + extra_processes, "NOFILE": 256, "CORE": 0}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class Tier:
@@ -105,19 +102,100 @@ class Tier:
 
     def describe(self) -> str:
         """What every report says about the isolation."""
-        if self.name == "bwrap":
-            return "bubblewrap: namespaces, " + (
-                "a fresh uid" if self.fresh_uid else "a user namespace of the grader's user"
-            )
-        if self.name == "container":
-            return "container: a fresh uid, no namespaces"
-        return "unsandboxed: the grader's own user (trusted code only)"
+        uid = "a fresh uid" if self.fresh_uid else "a user namespace of the grader's user"
+        return {"bwrap": f"bubblewrap: namespaces, {uid}", "container": "container: a fresh uid, no namespaces",
+                "unsandboxed": "unsandboxed: the grader's own user (trusted code only)"}[self.name]  # fmt: skip
 
 
 def site_dirs() -> list[str]:
     """The interpreter's package folders (``site-packages``/``dist-packages``, including ones added by ``.pth``)."""
     found = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
     return sorted({os.path.realpath(p) for p in found})
+
+
+#: Modules of xorlib that answers may import (with whatever they import from xorlib).
+ALLOWED = ("task",)
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+_INIT = '''"""The grading build of xorlib: only {allowed}."""
+
+import importlib.abc
+import sys
+
+
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("xorlib.") and name.split(".")[1] not in {present!r}:
+            raise ModuleNotFoundError(
+                f"{{name}} is not available while grading: answers run without the book's reference code, so write "
+                "the computation yourself (the grading build holds only {allowed}).", name=name)
+
+
+sys.meta_path.insert(0, _Absent())
+
+
+def __getattr__(name):
+    raise AttributeError(f"module 'xorlib' has no attribute {{name!r}} while grading (only {allowed} is available)")
+'''
+
+
+# CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread: two threads
+# parsing at once (``grade_all``'s workers) can fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
+def _imports(path: Path) -> set[str]:
+    """The sibling modules a module (or every module of a subpackage) imports with ``from . import x``/``from .x``."""
+    names: set[str] = set()
+    for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        depth = len(file.relative_to(_PACKAGE).parts)  # the level of a relative import that reaches xorlib's top
+        with _PARSING:
+            tree = ast.parse(file.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == depth:
+                names |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return names
+
+
+def build_modules() -> list[str]:
+    """:data:`ALLOWED` and everything they import from xorlib (modules or subpackages), sorted."""
+    todo, found = list(ALLOWED), set()
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            path = _PACKAGE / name if (_PACKAGE / name).is_dir() else _PACKAGE / f"{name}.py"
+            todo.extend(_imports(path) - found)
+    return sorted(found)
+
+
+def write_build(dest: Path, forbidden: set[str] = frozenset()) -> Path:
+    """Write the runner and the build of xorlib into ``dest``; refuse a build holding a ``forbidden`` module."""
+    modules = build_modules()
+    if leaked := set(modules) & forbidden:
+        raise RuntimeError(f"the grading build would hold xorlib.{', '.join(sorted(leaked))}, a reference of the bank")
+    package = Path(dest) / "xorlib"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in modules:
+        if (_PACKAGE / name).is_dir():
+            shutil.copytree(_PACKAGE / name, package / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(_PACKAGE / f"{name}.py", package / f"{name}.py")
+    allowed = ", ".join(f"xorlib.{a}" for a in ALLOWED)
+    (package / "__init__.py").write_text(_INIT.format(allowed=allowed, present=tuple(modules)))
+    shutil.copyfile(Path(__file__).with_name("_runner.py"), Path(dest) / "_runner.py")
+    for path in [Path(dest), *Path(dest).rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # readable by the sandbox's uid; nothing secret in it
+    return Path(dest)
+
+
+@functools.cache
+def grading_build() -> str:
+    """This process's build, in a temporary folder removed at exit."""
+    forbidden = {name.split(".")[1] for qs in CHAPTERS.values() for q in qs for name in getattr(q, "forbidden", ())}
+    folder = tempfile.mkdtemp(prefix="xorlib-build-")
+    atexit.register(shutil.rmtree, folder, True)
+    return str(write_build(Path(folder), forbidden))
 
 
 def covered(path: str, roots: list[str]) -> bool:
@@ -129,16 +207,15 @@ def _bwrap_argv(uid: int | None, build: str, limits: Limits) -> list[str]:
     argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]  # fmt: skip
     argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid is not None else ["--unshare-user"]
-    bound = ["/usr"]
-    argv += ["--ro-bind", "/usr", "/usr"]
+    argv, bound = [*argv, "--ro-bind", "/usr", "/usr"], ["/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
             bound.append(top)
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.disk_mb * 2**20)]
-    argv += ["--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.disk_mb * 2**20), "--tmpfs",
+             "/tmp"]  # fmt: skip
     made: set[str] = set()
     for path in sorted({os.path.realpath(sys.base_prefix), *site_dirs()}):
         if covered(path, bound):
@@ -166,59 +243,43 @@ def _environment(home: str) -> dict[str, str]:
 _uid_lock, _uid_counter = threading.Lock(), itertools.count()
 
 
+def _owners() -> list[int]:
+    """The uid of every process of the machine (but those that end meanwhile)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            found.append(os.stat(f"/proc/{entry}").st_uid)
+    return found
+
+
 def _fresh_uid() -> int:
     """A uid no process has, from a range of this grader's own (its pid picks the range)."""
     with _uid_lock:
-        busy = set()
-        for entry in os.listdir("/proc"):
-            try:
-                busy.add(os.stat(f"/proc/{entry}").st_uid) if entry.isdigit() else None
-            except OSError:
-                continue
+        busy = set(_owners())
         while True:
             uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
             if uid not in busy:
                 return uid
 
 
-def _own_processes() -> int:
-    uid = os.getuid()
-    return sum(1 for e in os.listdir("/proc") if e.isdigit() and _owner(e) == uid)
-
-
-def _owner(pid: str) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
-
-
 class Session:
-    """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply.
+    """One runner process in a tier, driven in lockstep: :meth:`ask` sends a request and waits for its reply, or
+    raises :class:`Stopped` (the constructor too) and closes the session."""
 
-    Raises :class:`Stopped` (from the constructor too) when the runner does not answer in time, dies, sends more
-    than ``limits.reply_mb``, or breaks the line framing; the session is then closed.
-    """
-
-    def __init__(self, tier: Tier, limits: Limits, build: str, setup: str, readable: tuple[str, ...] = ()) -> None:
+    def __init__(self, tier: Tier, limits: Limits, setup: str, readable: tuple[str, ...] = ()) -> None:
         self.tier, self.limits = tier, limits
-        self.uid = _fresh_uid() if tier.fresh_uid else None
+        self.uid, build = (_fresh_uid() if tier.fresh_uid else None), grading_build()
         self.workdir, self.stderr, self.buffer = None, b"", b""
         options: dict = {}
-        path = ["/grader", *site_dirs()]
         if tier.name == "bwrap":
-            argv = _bwrap_argv(self.uid, build, limits)
-            drop = self.uid
+            argv, drop, path = _bwrap_argv(self.uid, build, limits), self.uid, ["/grader", *site_dirs()]
         else:
             self.workdir = tempfile.mkdtemp(prefix="xorlib-answers-")
             if self.uid is not None:
                 os.chown(self.workdir, self.uid, self.uid)
                 options = {"user": self.uid, "group": self.uid, "extra_groups": []}
-            argv, drop, path = (
-                [os.path.realpath(sys.executable), "-I", "-S", f"{build}/_runner.py"],
-                None,
-                [build, *path[1:]],
-            )
+            argv = [os.path.realpath(sys.executable), "-I", "-S", f"{build}/_runner.py"]
+            drop, path = None, [build, *site_dirs()]
             options.update(cwd=self.workdir, env=_environment(self.workdir))
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -227,9 +288,10 @@ class Session:
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             raise
-        extra = _own_processes() if self.uid is None else 0  # the grader's own user: NPROC counts its processes too
-        start = {"op": "start", "uid": drop, "limits": limits.rlimits(extra), "path": path, "setup": setup,
-                 "readable": list(readable)}  # fmt: skip
+        extra = _owners().count(os.getuid()) if self.uid is None else 0  # NPROC counts the grader's own processes
+        rlimits = {"AS": limits.memory_mb * 2**20, "CPU": limits.cpu_s, "FSIZE": limits.file_mb * 2**20,
+                   "NPROC": limits.processes + extra, "NOFILE": 256, "CORE": 0}  # fmt: skip
+        start = {"op": "start", "uid": drop, "limits": rlimits, "path": path, "setup": setup, "readable": readable}
         try:
             self.started = self.ask(start, limits.setup_s)
         except Stopped as stop:
@@ -237,14 +299,10 @@ class Session:
             raise Stopped(f"{stop}" + (f": {detail}" if detail else "")) from None
 
     def ask(self, request: dict, timeout: float) -> dict:
-        """Send one request; return its reply (a dict), or raise :class:`Stopped` (the session is then closed).
-
-        Each request carries a fresh random id, which its reply must echo: lines with another id (a stale reply,
-        or one the answer wrote) are skipped, up to ``limits.reply_mb`` in all. A line that is not a JSON object
-        raises :class:`~xorlib.coursework._wire.Malformed` (the session stays usable).
-        """
-        from ._wire import Malformed
-
+        """Send one request; return its reply (a dict), or raise :class:`Stopped` when the runner does not answer in
+        time, dies, or sends more than ``limits.reply_mb``. Each request carries a fresh random id, which its reply
+        must echo: lines with another id (a stale reply, or one the answer wrote) are skipped. A line that is not a
+        JSON object raises :class:`~xorlib.coursework._runner.Malformed` (the session stays usable)."""
         deadline, token = time.monotonic() + max(timeout, 0.0), secrets.token_hex(8)
         try:
             self._write((json.dumps({**request, "id": token}) + "\n").encode(), deadline)
@@ -271,12 +329,13 @@ class Session:
         os.set_blocking(fd, False)
         while data:
             if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
-                raise Stopped(self._timeout())
+                raise Stopped("it ran past its time limit")
             try:
                 data = data[os.write(fd, data) :]
-            except (BrokenPipeError, BlockingIOError) as err:
-                if isinstance(err, BrokenPipeError):
-                    raise Stopped(self._ended()) from None
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise Stopped(self._ended()) from None
 
     def _read_line(self, deadline: float) -> bytes:
         out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
@@ -284,10 +343,9 @@ class Session:
             remaining = deadline - time.monotonic()
             ready = select.select([out, err], [], [], max(0.0, remaining))[0] if remaining > 0 else []
             if not ready:
-                raise Stopped(self._timeout())
+                raise Stopped("it ran past its time limit")
             if err in ready:
-                chunk = os.read(err, 1 << 16)
-                self.stderr = (self.stderr + chunk)[-4096:]
+                self.stderr = (self.stderr + os.read(err, 1 << 16))[-4096:]
             if out in ready:
                 chunk = os.read(out, 1 << 16)
                 if not chunk:
@@ -298,18 +356,14 @@ class Session:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line
 
-    def _timeout(self) -> str:
-        return "it ran past its time limit"
-
     def _ended(self) -> str:
         """The runner's end, as the grader observes it (its exit status, without reaping it)."""
         for _ in range(50):
             info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if info is not None:
-                code = info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status
-                return (
-                    f"its process ended ({f'killed by signal {code - 128}' if code > 128 else f'exit status {code}'})"
-                )
+                code = info.si_status if info.si_code == os.CLD_EXITED else 128 + info.si_status  # bwrap: 128 + n
+                ended = f"exit status {code}" if code <= 128 else f"killed by signal {code - 128}"
+                return f"its process ended ({ended})"
             time.sleep(0.02)
         return "its process closed its channel"
 
@@ -317,16 +371,12 @@ class Session:
         """End the runner: its process group (the leader is not reaped yet), then, in the container tier, every
         process of its uid, from a process of that uid; then reap and clean up."""
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self.proc.wait()
             os.set_blocking(self.proc.stderr.fileno(), False)  # what is left of its messages, never waiting for more
-            try:
-                self.stderr = (self.stderr + (os.read(self.proc.stderr.fileno(), 4096) or b""))[-4096:]
-            except BlockingIOError:
-                pass
+            with contextlib.suppress(BlockingIOError):
+                self.stderr = (self.stderr + os.read(self.proc.stderr.fileno(), 4096))[-4096:]
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 stream.close()
             if self.tier.name == "container" and self.uid is not None:
@@ -335,24 +385,24 @@ class Session:
                                group=self.uid, extra_groups=[], cwd="/", env={}, check=False, timeout=30)  # fmt: skip
                 for shared in ("/tmp", "/var/tmp", "/dev/shm"):  # what it left for a later sandbox to read
                     for entry in os.scandir(shared) if os.path.isdir(shared) else ():
-                        try:  # other processes (the other worker too) create and delete their files meanwhile
-                            if entry.stat(follow_symlinks=False).st_uid == self.uid:
-                                shutil.rmtree(entry.path, True) if entry.is_dir(follow_symlinks=False) else os.unlink(
-                                    entry.path
-                                )
-                        except FileNotFoundError:
-                            pass
+                        with contextlib.suppress(FileNotFoundError):  # other processes delete their files meanwhile
+                            if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                                continue
+                            if entry.is_dir(follow_symlinks=False):
+                                shutil.rmtree(entry.path, ignore_errors=True)
+                            else:
+                                os.unlink(entry.path)
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
 
-def _probe(tier: Tier, build: str) -> str | None:
+def _probe(tier: Tier) -> str | None:
     """``None`` if an empty runner starts and answers in this tier, else what went wrong."""
     if tier.name == "bwrap" and not shutil.which("bwrap"):
         return "bwrap is not installed"
     try:
-        session = Session(tier, Limits(setup_s=30), build, "")
+        session = Session(tier, Limits(setup_s=30), "")
     except (Stopped, OSError) as err:
         return str(err)
     try:
@@ -367,17 +417,13 @@ _probe_lock = threading.Lock()
 
 
 @functools.cache
-def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
+def _tiers(euid: int) -> tuple[dict[str, Tier], dict[str, str]]:
     """The tiers that work here ``{name: tier}``, and why the others do not (probed once per process)."""
-    candidates = [Tier("bwrap", True), Tier("bwrap", False)] if euid == 0 else [Tier("bwrap", False)]
-    if euid == 0:
-        candidates.append(Tier("container", True))
+    candidates = [Tier("bwrap", True), Tier("bwrap", False), Tier("container", True)] if euid == 0 else [
+        Tier("bwrap", False)]  # fmt: skip
     working, failures = {}, {}
-    for tier in candidates:
-        if tier.name in working:
-            continue
-        problem = _probe(tier, build)
-        if problem is None:
+    for tier in (t for t in candidates if t.name not in working):
+        if (problem := _probe(tier)) is None:
             working[tier.name] = tier
         else:
             failures.setdefault(tier.name, problem)
@@ -386,7 +432,7 @@ def _tiers(euid: int, build: str) -> tuple[dict[str, Tier], dict[str, str]]:
     return working, failures
 
 
-def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
+def choose_tier(sandbox: str, *, trusted: bool = False) -> Tier:
     """The tier for ``sandbox`` (one of :data:`SANDBOXES`), or :class:`SandboxUnavailable` saying what to do."""
     if sandbox == "unsandboxed":
         if not trusted:
@@ -395,7 +441,7 @@ def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
             )
         return Tier("unsandboxed", False)
     with _probe_lock:
-        working, failures = _tiers(os.geteuid(), build)
+        working, failures = _tiers(os.geteuid())
     for name in ("bwrap", "container") if sandbox == "auto" else (sandbox,):
         if name in working:
             return working[name]
@@ -409,13 +455,13 @@ def choose_tier(sandbox: str, build: str, *, trusted: bool = False) -> Tier:
     )
 
 
-def check_private(tier: Tier, build: str, paths: list[str], seed: int) -> None:
+def check_private(tier: Tier, paths: list[str], seed: int) -> None:
     """In the container tier: refuse unless the sandbox's uid can read none of ``paths`` and ``seed`` is on no
     command line (:class:`SandboxUnavailable` naming what to fix). Other tiers see none of the machine."""
     if tier.name != "container":
         return
     wanted = tuple(sorted({os.path.realpath(p) for p in paths if os.path.exists(p)}))
-    session = Session(tier, Limits(setup_s=30), build, "", readable=wanted)
+    session = Session(tier, Limits(setup_s=30), "", readable=wanted)
     readable = [p for p in session.started.get("readable", []) if p in wanted]
     session.close()
     if readable:
@@ -423,11 +469,10 @@ def check_private(tier: Tier, build: str, paths: list[str], seed: int) -> None:
             f"in the container tier the answers' uid could read {', '.join(readable)}: make these private "
             f"(chmod -R go-rwx {' '.join(readable)}) or install bubblewrap"
         )
-    for entry in os.listdir("/proc"):
-        try:
-            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if entry.isdigit() else []
-        except OSError:
-            continue
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        words = []
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            words = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         if any(w.split(b"=")[-1] == str(seed).encode() for w in words):
             raise SandboxUnavailable(
                 f"the hidden seed is visible in the command line of process {entry} (/proc/{entry}/cmdline), which "

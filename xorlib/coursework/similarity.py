@@ -1,12 +1,11 @@
 r"""Which answers of a class look copied: from each other, or from the book's published solutions.
 
-Each answer cell is normalised before it is compared: parsed, docstrings dropped, every name the cell binds
-(functions, arguments, variables, imports) renamed in order of first use, and printed again (``ast.unparse``), so
-renaming, reformatting and comments change nothing. Two answers are compared by the Jaccard index of their sets of
-token 5-grams, :math:`|A \cap B| / |A \cup B|` (MOSS's idea, without its winnowing): 1 for the same program.
-A pair at or above the threshold is flagged, and so is an answer that matches the bank's own solution, which the
-full book publishes. Unanswered cells (the stub) and very short answers are left out: short correct answers agree
-by necessity.
+Each answer cell is normalised before it is compared: parsed, docstrings dropped, every name the cell binds (functions,
+arguments, variables, imports) renamed in order of first use, and printed again (``ast.unparse``), so renaming,
+reformatting and comments change nothing. Two answers are compared by the Jaccard index of their sets of token 5-grams,
+:math:`|A \cap B| / |A \cup B|` (MOSS's idea, without its winnowing): 1 for the same program. A pair at or above the
+threshold is flagged, and so is an answer that matches the bank's own solution, which the full book publishes.
+Unanswered cells (the stub) and very short answers are left out: short correct answers agree by necessity.
 """
 
 from __future__ import annotations
@@ -36,9 +35,8 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.name = self._new(node.name)
-        body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
-            node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str) else node.body  # fmt: skip
-        node.body = body or [ast.Pass()]
+        skip = 1 if ast.get_docstring(node, clean=False) is not None else 0  # the docstring
+        node.body = node.body[skip:] or [ast.Pass()]
         return self.generic_visit(node)
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
@@ -59,10 +57,8 @@ def fingerprint(source: str) -> frozenset[tuple[str, ...]]:
     """The set of token 5-grams of the normalised answer (empty when too short to compare)."""
     try:
         tree = ast.parse(source)
-        first = _Renamer()
-        first.visit(ast.parse(source))  # first pass: every bound name, so that uses before binding rename too
         renamer = _Renamer()
-        renamer.names = dict(first.names)
+        renamer.visit(ast.parse(source))  # first pass: every bound name, so that uses before binding rename too
         text = ast.unparse(renamer.visit(tree))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         text = source

@@ -1,4 +1,4 @@
-"""Small builders shared by the chapters' test cases: codes, random tensors, weights, samples.
+"""Small builders shared by the chapters' test cases: codes, random tensors, weights, samples, case lists.
 
 Every draw is seeded by a label, so that adding a case never shifts another.
 """
@@ -6,27 +6,26 @@ Every draw is seeded by a label, so that adding a case never shifts another.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import torch
 
 from ...codes import Codes
 from ...task import random_pair, sample_xor
-
-__all__ = [
-    "SETUP",
-    "codes",
-    "gaussian",
-    "generator",
-    "gradient_mistakes",
-    "pair",
-    "peaked_scores",
-    "samples",
-    "seed_of",
-    "weight_gradient",
-]
+from ..questions import Case
 
 #: The teacher's setup: run before the answer cells, in the book, the student version and the grader.
 SETUP = "import math\n\nimport torch\n"
+
+
+def cases(build: Callable[..., Case], *specs: tuple) -> Callable[[], tuple[Case, ...]]:
+    """A question's ``public`` cases: ``build(*spec)`` for each spec."""
+    return lambda: tuple(build(*spec) for spec in specs)
+
+
+def seeded(build: Callable[..., Case], *specs: tuple) -> Callable[[int], tuple[Case, ...]]:
+    """A question's ``hidden`` cases: ``build(*spec, seed)``, the teacher's seed the last label of every draw."""
+    return lambda seed: tuple(build(*spec, seed) for spec in specs)
 
 
 def seed_of(*labels: object) -> int:

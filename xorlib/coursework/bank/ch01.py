@@ -8,14 +8,9 @@ from ...attention import attention_weights
 from ...model import ModelConfig
 from ...task import all_inputs, xor_labels
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch01"
+from ._common import cases, codes, gaussian, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: a softmax head
 # fmt: off
 def softmax_head(query, codes, x):
     """Softmax weights alpha = softmax(codes @ query), shape (d,), and outputs z = x
@@ -41,22 +36,6 @@ def _head_case(description: str, d: int, m: int, scale: float, kind: str, *label
     query = gaussian((m,), scale, "ch01-q1", *labels)
     x, _ = samples(5, d, pair(d, "ch01-q1", *labels), "ch01-q1", *labels)
     return Case(description, (query, codes(d, m, kind, "ch01-q1", *labels), x), d=d)
-
-
-def _head_public() -> tuple[Case, ...]:
-    return (
-        _head_case("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
-        _head_case("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
-        _head_case("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp"),
-    )
-
-
-def _head_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _head_case("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge", seed),
-        _head_case("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero", seed),
-        _head_case("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced", seed),
-    )
 
 
 def _weights_sum(args: tuple, got: tuple, expected: tuple) -> str | None:
@@ -92,11 +71,7 @@ def _head_mistakes() -> tuple[Mistake, ...]:
 
 
 SOFTMAX_HEAD = AutoQuestion(
-    id="ch01-q1",
-    title="A softmax head that never overflows",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch01-q1", title="A softmax head that never overflows", points=2, level="warm-up", minutes=10,
     prompt=(
         "A head scores position $k$ by $s_k = \\langle q, p_k\\rangle$, attends with "
         "$\\alpha = \\operatorname{softmax}(s)$ and outputs $z = \\sum_k \\alpha_k x_k$.\n\n"
@@ -105,20 +80,21 @@ SOFTMAX_HEAD = AutoQuestion(
         "`(weights, z)` of shapes `(d,)` and `(n,)`. It must stay exact for very sharp heads "
         "(scores of $10^4$), where $e^{s}$ overflows; do not call `torch.softmax`."
     ),
-    solution=softmax_head,
-    reference=_head_reference,
-    public=_head_public,
-    hidden=_head_hidden,
-    outputs=("weights", "z"),
-    mistakes=_head_mistakes(),
+    solution=softmax_head, reference=_head_reference,
+    public=cases(_head_case, ("small: d=6, m=4, n=5", 6, 4, 1.0, "iid", "small"),
+                 ("medium: d=50, m=12, n=5", 50, 12, 3.0, "iid", "medium"),
+                 ("a very sharp head: scores up to about 2000, d=20", 20, 8, 2000.0, "iid", "sharp")),
+    hidden=seeded(_head_case, ("scores of about 10^4, d=33", 33, 9, 1e4, "iid", "huge"),
+                  ("zero query (uniform attention), d=64", 64, 16, 0.0, "balanced", "zero"),
+                  ("balanced codes, d=40", 40, 12, 1.5, "balanced", "balanced")),
+    outputs=("weights", "z"), mistakes=_head_mistakes(),
     hint="s = codes @ query, then alpha_k = exp(s_k - max s) / sum_l exp(s_l - max s); z = x @ alpha.",
     diagnose=_weights_sum,
     nan_hint="an exponential overflowed: softmax is unchanged by subtracting the largest score first.",
     forbidden=("xorlib.attention.attention_weights",),
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: the loss on every input
 # fmt: off
 def loss_on_every_input(weights, pair, heads):
     """The loss (f(x) - y)^2 / 2 on each of the 2^d inputs, in the order of
@@ -154,22 +130,6 @@ def _losses_case(description: str, d: int, heads: str, kind: str, *labels: objec
     return Case(description, (weights, pair(d, "ch01-q2", *labels), heads), d=d)
 
 
-def _losses_public() -> tuple[Case, ...]:
-    return (
-        _losses_case("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
-        _losses_case("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
-        _losses_case("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c"),
-    )
-
-
-def _losses_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _losses_case("split readout, weights of both signs, d=10", 10, "split", "signed", "d", seed),
-        _losses_case("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e", seed),
-        _losses_case("split readout, softmax weights, d=9", 9, "split", "softmax", "f", seed),
-    )
-
-
 def _losses_mistakes() -> tuple[Mistake, ...]:
     def other_readout(weights, pair, heads):
         return _losses_reference(weights, pair, "split" if heads == "tied" else "tied")
@@ -187,11 +147,7 @@ def _losses_mistakes() -> tuple[Mistake, ...]:
 
 
 LOSS_ON_EVERY_INPUT = AutoQuestion(
-    id="ch01-q2",
-    title="The loss on every input",
-    points=2,
-    level="core",
-    minutes=15,
+    id="ch01-q2", title="The loss on every input", points=2, level="core", minutes=15,
     prompt=(
         "For head weights `weights` of shape `(2, d)` (row $h$ is $\\alpha_h$, any real numbers), "
         'the hidden `pair` $(i, j)$ and `heads` (`"tied"` or `"split"`), write '
@@ -201,23 +157,20 @@ LOSS_ON_EVERY_INPUT = AutoQuestion(
         "the order of `xorlib.task.all_inputs(d)` (row $r$ has $x_k = -1$ exactly where bit $k$ of "
         "$r$ is 1), which you may use. No loops over inputs."
     ),
-    solution=loss_on_every_input,
-    reference=_losses_reference,
-    public=_losses_public,
-    hidden=_losses_hidden,
-    outputs=("the losses",),
-    imports="from xorlib.task import all_inputs",
-    mistakes=_losses_mistakes(),
+    solution=loss_on_every_input, reference=_losses_reference,
+    public=cases(_losses_case, ("tied readout, uniform weights, d=4", 4, "tied", "uniform", "a"),
+                 ("split readout, softmax weights, d=6", 6, "split", "softmax", "b"),
+                 ("tied readout, softmax weights of two different heads, d=8", 8, "tied", "softmax", "c")),
+    hidden=seeded(_losses_case, ("split readout, weights of both signs, d=10", 10, "split", "signed", "d"),
+                  ("tied readout, weights of both signs, d=5", 5, "tied", "signed", "e"),
+                  ("split readout, softmax weights, d=9", 9, "split", "softmax", "f")),
+    outputs=("the losses",), imports="from xorlib.task import all_inputs", mistakes=_losses_mistakes(),
     hint="x = all_inputs(d); z = x @ weights.T gives both heads for every input at once.",
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: why no single bit helps
 NO_SINGLE_BIT = WrittenQuestion(
-    id="ch01-w1",
-    title="Why no single bit helps",
-    level="core",
-    minutes=15,
+    id="ch01-w1", title="Why no single bit helps", level="core", minutes=15,
     prompt=(
         "Show that the label $y = -x_{i^*} x_{j^*}$ is uncorrelated with every single bit $x_k$ and "
         "with every product $x_k x_l$ except the hidden one. What does this say about a model that "
@@ -236,6 +189,6 @@ NO_SINGLE_BIT = WrittenQuestion(
         "linear statistic of the input is independent of the label in mean: a model must combine "
         "the two hidden positions, which is what the product of two heads does."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (SOFTMAX_HEAD, LOSS_ON_EVERY_INPUT, NO_SINGLE_BIT)

@@ -7,14 +7,9 @@ import torch
 from ...model import ModelConfig
 from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, gradient_mistakes, pair, peaked_scores
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch02"
+from ._common import cases, codes, gaussian, gradient_mistakes, pair, peaked_scores, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the population gradient
 # fmt: off
 def tied_gradient(queries, codes, pair):
     """The exact population gradient of the tied model in the queries (softmax, f =
@@ -61,24 +56,24 @@ def _gradient_case(description: str, d: int, m: int, kind: str, scale: float, *l
     return Case(description, (queries, codes(d, m, kind, "ch02-q1", *labels), pair(d, "ch02-q1", *labels)), d=d)
 
 
-def _gradient_public() -> tuple[Case, ...]:
-    return (
-        _gradient_case("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
-        _gradient_case("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
-        _gradient_case("two different random queries, d=10", 10, 6, "iid", 1.5, "c"),
-    )
-
-
-def _gradient_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _gradient_case("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d", seed),
-        _gradient_case("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e", seed),
-        _gradient_case("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f", seed),
-    )
-
-
-def _gradient_mistakes() -> tuple[Mistake, ...]:
-    return (
+TIED_GRADIENT = AutoQuestion(
+    id="ch02-q1", title="The exact population gradient of the tied model", points=3, level="core", minutes=35,
+    prompt=(
+        "Write `tied_gradient(queries, codes, pair)`: the exact gradient of the population loss "
+        "$L = \\mathbb E_x[\\tfrac12(f - y)^2]$ in the queries, shape `(2, m)`, for softmax attention "
+        "and the tied readout $f = 1 - 2 z_1 z_2$, at *any* queries (the two heads may differ). "
+        "Use the closed form of $\\partial L/\\partial \\alpha_h$, then pull it back through the "
+        "softmax and the codes. No sampling: the answer is compared with the exact value to about six digits."
+    ),
+    solution=tied_gradient, reference=_gradient_reference,
+    public=cases(_gradient_case, ("uniform attention (zero queries), balanced codes, d=8", 8, 6, "balanced", 0.0, "a"),
+                 ("uniform attention, unbalanced iid codes, d=9", 9, 5, "iid", 0.0, "b"),
+                 ("two different random queries, d=10", 10, 6, "iid", 1.5, "c")),
+    hidden=seeded(_gradient_case, ("sharp untied heads, balanced codes, d=40", 40, 10, "balanced", 4.0, "d"),
+                  ("random queries, odd d=17, iid codes", 17, 7, "iid", 2.0, "e"),
+                  ("random queries, Gaussian codes, d=12", 12, 8, "gaussian", 1.0, "f")),
+    outputs=("the gradient",),
+    mistakes=(
         Mistake(
             "wrong sign: this is minus the gradient (the direction of steepest descent).",
             lambda q, p, pr: -_gradient_reference(q, p, pr),
@@ -99,35 +94,13 @@ def _gradient_mistakes() -> tuple[Mistake, ...]:
                 ).gradient
             ),
         ),
-    )
-
-
-TIED_GRADIENT = AutoQuestion(
-    id="ch02-q1",
-    title="The exact population gradient of the tied model",
-    points=3,
-    level="core",
-    minutes=35,
-    prompt=(
-        "Write `tied_gradient(queries, codes, pair)`: the exact gradient of the population loss "
-        "$L = \\mathbb E_x[\\tfrac12(f - y)^2]$ in the queries, shape `(2, m)`, for softmax attention "
-        "and the tied readout $f = 1 - 2 z_1 z_2$, at *any* queries (the two heads may differ). "
-        "Use the closed form of $\\partial L/\\partial \\alpha_h$, then pull it back through the "
-        "softmax and the codes. No sampling: the answer is compared with the exact value to about six digits."
     ),
-    solution=tied_gradient,
-    reference=_gradient_reference,
-    public=_gradient_public,
-    hidden=_gradient_hidden,
-    outputs=("the gradient",),
-    mistakes=_gradient_mistakes(),
     hint="differentiate L(a, b) in the weights, pull back through the softmax (alpha * (g - <alpha, g>)) "
     "and the codes (scores = queries @ codes.T).",
     forbidden=("xorlib.population.population",),
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: one step from zero
 # fmt: off
 def tied_step_from_zero(codes, pair, lr):
     """Both queries after one population gradient step of size lr from q1 = q2 = 0,
@@ -156,21 +129,6 @@ def _step_case(description: str, d: int, m: int, kind: str, sharpness: float, *l
     )
 
 
-def _step_public() -> tuple[Case, ...]:
-    return (
-        _step_case("balanced codes, d=8", 8, 6, "balanced", 30.0, "a"),
-        _step_case("balanced codes, d=64", 64, 24, "balanced", 30.0, "b"),
-    )
-
-
-def _step_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _step_case("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c", seed),
-        _step_case("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d", seed),
-        _step_case("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e", seed),
-    )
-
-
 def _step_mistakes() -> tuple[Mistake, ...]:
     def uncentred(codes, pair, lr):
         d = codes.shape[0]
@@ -193,28 +151,24 @@ def _step_mistakes() -> tuple[Mistake, ...]:
 
 
 TIED_STEP = AutoQuestion(
-    id="ch02-q2",
-    title="One step from zero",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch02-q2", title="One step from zero", points=2, level="warm-up", minutes=10,
     prompt=(
         "Write `tied_step_from_zero(codes, pair, lr)`: both queries after one population gradient step "
         "of size `lr` from $q_1 = q_2 = 0$ (softmax, tied readout), shape `(2, m)`, for *any* codes "
         "`(d, m)`: balanced or not, $d$ even or odd."
     ),
-    solution=tied_step_from_zero,
-    reference=_step_reference,
-    public=_step_public,
-    hidden=_step_hidden,
-    outputs=("the queries after the step",),
-    mistakes=_step_mistakes(),
+    solution=tied_step_from_zero, reference=_step_reference,
+    public=cases(_step_case, ("balanced codes, d=8", 8, 6, "balanced", 30.0, "a"),
+                 ("balanced codes, d=64", 64, 24, "balanced", 30.0, "b")),
+    hidden=seeded(_step_case, ("unbalanced iid codes (the codes do not sum to zero), odd d=9", 9, 6, "iid", 5.0, "c"),
+                  ("Gaussian codes, d=16", 16, 8, "gaussian", 12.0, "d"),
+                  ("balanced codes, odd d=21", 21, 9, "balanced", 20.0, "e")),
+    outputs=("the queries after the step",), mistakes=_step_mistakes(),
     hint="at q = 0 every weight is 1/d; the new queries are 0 - lr * grad, the same for both heads.",
     forbidden=("xorlib.population.population",),
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q3: the exact worst case
 # fmt: off
 def tied_worst_case(weights, pair):
     """The largest loss over all 2^d inputs for tied softmax heads with weights (d,)
@@ -250,22 +204,6 @@ def _worst_case(description: str, d: int, height: float, skew: float, *labels: o
     return Case(f"{description}, d={d}", (torch.softmax(scores, -1), hidden), d=d)
 
 
-def _worst_public() -> tuple[Case, ...]:
-    return (
-        _worst_case("tied heads after a moderate step", 8, 3.0, 0.0, "a"),
-        _worst_case("unequal pair weights", 12, 5.0, 0.7, "b"),
-        _worst_case("far too many inputs to enumerate", 1000, 12.0, 0.0, "c"),
-    )
-
-
-def _worst_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _worst_case("rest mass near 1/2", 16, 2.7, 0.0, "d", seed),
-        _worst_case("strongly unequal pair weights", 10, 6.0, 2.0, "e", seed),
-        _worst_case("a sharp head", 5000, 18.0, 0.3, "f", seed),
-    )
-
-
 def _worst_mistakes() -> tuple[Mistake, ...]:
     def mean_loss(weights, pair):
         a, (u, v) = weights, pair
@@ -288,11 +226,7 @@ def _worst_mistakes() -> tuple[Mistake, ...]:
 
 
 TIED_WORST_CASE = AutoQuestion(
-    id="ch02-q3",
-    title="The worst case over all inputs, in O(d)",
-    points=3,
-    level="core",
-    minutes=20,
+    id="ch02-q3", title="The worst case over all inputs, in O(d)", points=3, level="core", minutes=20,
     prompt=(
         "After the step the two heads are tied, $\\alpha_1 = \\alpha_2 = \\alpha$ (softmax weights, "
         "shape `(d,)`). Write `tied_worst_case(weights, pair)`: the largest loss "
@@ -301,25 +235,20 @@ TIED_WORST_CASE = AutoQuestion(
         "at most $\\tfrac12$. Hint: write $z = z_{uv} + z_{\\text{rest}}$ with $z_{uv} = \\alpha_{i^*}x_{i^*} + \\alpha_{j^*}x_{j^*}$ "
         "and ask how large and how small $|z|$ can be, separately for $y = -1$ and $y = +1$."
     ),
-    solution=tied_worst_case,
-    reference=_worst_reference,
-    public=_worst_public,
-    hidden=_worst_hidden,
-    outputs=("the worst-case loss",),
-    mistakes=_worst_mistakes(),
-    hint="for each value of y, |z| ranges over [|c| - S, |c| + S]; the loss is largest at one end.",
-    rtol=1e-9,
-    atol=1e-15,
-    forbidden=("xorlib.certify.worst_case_loss", "xorlib.certify.certify_scores"),
-)
+    solution=tied_worst_case, reference=_worst_reference,
+    public=cases(_worst_case, ("tied heads after a moderate step", 8, 3.0, 0.0, "a"),
+                 ("unequal pair weights", 12, 5.0, 0.7, "b"),
+                 ("far too many inputs to enumerate", 1000, 12.0, 0.0, "c")),
+    hidden=seeded(_worst_case, ("rest mass near 1/2", 16, 2.7, 0.0, "d"),
+                  ("strongly unequal pair weights", 10, 6.0, 2.0, "e"), ("a sharp head", 5000, 18.0, 0.3, "f")),
+    outputs=("the worst-case loss",), mistakes=_worst_mistakes(),
+    hint="for each value of y, |z| ranges over [|c| - S, |c| + S]; the loss is largest at one end.", rtol=1e-9,
+    atol=1e-15, forbidden=("xorlib.certify.worst_case_loss", "xorlib.certify.certify_scores"),
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: the heads stay tied
 HEADS_STAY_TIED = WrittenQuestion(
-    id="ch02-w1",
-    title="A one-head model in disguise",
-    level="core",
-    minutes=15,
+    id="ch02-w1", title="A one-head model in disguise", level="core", minutes=15,
     prompt=(
         "Explain why, in the tied model started at $q_1 = q_2 = 0$, the two queries are still equal "
         "after any number of full-batch gradient steps. What does that mean for the number of "
@@ -336,6 +265,6 @@ HEADS_STAY_TIED = WrittenQuestion(
         "$q_2$; a gradient step keeps $q_1 = q_2$, and by induction every later step does. The model is "
         "a one-head model with $f = 1 - 2z^2$: its $m$ query entries are the parameters that matter."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (TIED_GRADIENT, TIED_STEP, TIED_WORST_CASE, HEADS_STAY_TIED)

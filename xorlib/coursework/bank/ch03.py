@@ -9,14 +9,9 @@ import torch
 from ...model import ModelConfig
 from ...population import population
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import codes, gaussian, gradient_mistakes, pair
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch03"
+from ._common import cases, codes, gaussian, gradient_mistakes, pair, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the split gradient
 # fmt: off
 def split_gradient(queries, codes, pair):
     """The exact population gradient of the split model (softmax, f = -z1 z2) in the
@@ -57,23 +52,22 @@ def _split_case(description: str, d: int, m: int, kind: str, sigma: float, *labe
     return Case(f"{description}, d={d}", (queries, codes(d, m, kind, "ch03-q1", *labels), hidden), d=d)
 
 
-def _split_public() -> tuple[Case, ...]:
-    return (
-        _split_case("antisymmetric start, sigma=1, balanced codes", 8, 6, "balanced", 1.0, "a"),
-        _split_case("antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b"),
-    )
-
-
-def _split_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _split_case("antisymmetric start, sigma=3 (sharp heads)", 40, 12, "balanced", 3.0, "c", seed),
-        _split_case("antisymmetric start, odd d, balanced codes", 15, 7, "balanced", 1.0, "d", seed),
-        _split_case("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e", seed),
-    )
-
-
-def _split_mistakes() -> tuple[Mistake, ...]:
-    return (
+SPLIT_GRADIENT = AutoQuestion(
+    id="ch03-q1", title="The population gradient of the split model", points=3, level="core", minutes=25,
+    prompt=(
+        "Write `split_gradient(queries, codes, pair)`: the exact population gradient in the queries, "
+        "shape `(2, m)`, for softmax attention and the product readout $f = -z_1 z_2$ "
+        "($c_0 = 0$, $c_1 = 1$). The cases start antisymmetric, $q_2 = -q_1$, but your function "
+        "should be right at any queries."
+    ),
+    solution=split_gradient, reference=_split_reference,
+    public=cases(_split_case, ("antisymmetric start, sigma=1, balanced codes", 8, 6, "balanced", 1.0, "a"),
+                 ("antisymmetric start, sigma=0.5, iid codes", 10, 6, "iid", 0.5, "b")),
+    hidden=seeded(_split_case, ("antisymmetric start, sigma=3 (sharp heads)", 40, 12, "balanced", 3.0, "c"),
+                  ("antisymmetric start, odd d, balanced codes", 15, 7, "balanced", 1.0, "d"),
+                  ("antisymmetric start, Gaussian codes", 12, 8, "gaussian", 2.0, "e")),
+    outputs=("the gradient",),
+    mistakes=(
         Mistake("wrong sign: this is minus the gradient.", lambda q, p, pr: -_split_reference(q, p, pr)),
         Mistake(
             "you used the tied readout (c0 = 1, c1 = 2); the split model has f = -z1 z2 (c0 = 0, c1 = 1).",
@@ -89,33 +83,12 @@ def _split_mistakes() -> tuple[Mistake, ...]:
             "forgotten label term -(delta_{j,u} b_v + delta_{j,v} b_u).",
             lambda q, p, pr: gradient_mistakes(q, p, pr, 0.0, 1.0)[1],
         ),
-    )
-
-
-SPLIT_GRADIENT = AutoQuestion(
-    id="ch03-q1",
-    title="The population gradient of the split model",
-    points=3,
-    level="core",
-    minutes=25,
-    prompt=(
-        "Write `split_gradient(queries, codes, pair)`: the exact population gradient in the queries, "
-        "shape `(2, m)`, for softmax attention and the product readout $f = -z_1 z_2$ "
-        "($c_0 = 0$, $c_1 = 1$). The cases start antisymmetric, $q_2 = -q_1$, but your function "
-        "should be right at any queries."
     ),
-    solution=split_gradient,
-    reference=_split_reference,
-    public=_split_public,
-    hidden=_split_hidden,
-    outputs=("the gradient",),
-    mistakes=_split_mistakes(),
     hint="the tied model's gradient with c0 = 0, c1 = 1; the two heads now have different weights.",
     forbidden=("xorlib.population.population",),
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: the self-certified step
 # fmt: off
 def self_certified_step(direction, scores, target):
     """The step eta = max_h (R_h + ln((d-1)/E)) / gap_h from the direction (2, d),
@@ -150,22 +123,6 @@ def _certify_case(description: str, d: int, target: float, tie: bool, *labels: o
         top = int(direction[1].argmax())
         direction[1, (top + 1) % d] = direction[1, top]
     return Case(f"{description}, d={d}, E={target:g}", (direction, scores, target), d=d)
-
-
-def _certify_public() -> tuple[Case, ...]:
-    return (
-        _certify_case("random direction and start", 8, 1e-3, False, "a"),
-        _certify_case("random direction and start", 100, 1e-6, False, "b"),
-        _certify_case("head 2 has a tie at the top of its direction", 12, 1e-3, True, "c"),
-    )
-
-
-def _certify_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _certify_case("random direction and start", 33, 1e-4, False, "d", seed),
-        _certify_case("random direction and start", 1000, 1e-8, False, "e", seed),
-        _certify_case("a tie at the top of head 2", 50, 1e-2, True, "f", seed),
-    )
 
 
 def _certify_mistakes() -> tuple[Mistake, ...]:
@@ -209,11 +166,7 @@ def _certify_mistakes() -> tuple[Mistake, ...]:
 
 
 SELF_CERTIFIED_STEP = AutoQuestion(
-    id="ch03-q2",
-    title="A step size that certifies itself",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch03-q2", title="A step size that certifies itself", points=2, level="warm-up", minutes=10,
     prompt=(
         "A step of size $\\eta$ moves the scores of head $h$ from $s_h$ to $s_h + \\eta\\, t_h$. Let "
         "$\\gamma_h$ be the gap between the largest and the second largest entry of $t_h$ and "
@@ -225,23 +178,20 @@ SELF_CERTIFIED_STEP = AutoQuestion(
         "has a tie at its top ($\\gamma_h = 0$). `direction` and `scores` have shape `(2, d)`. The "
         "step uses no knowledge of the hidden pair."
     ),
-    solution=self_certified_step,
-    reference=_step_reference,
-    public=_certify_public,
-    hidden=_certify_hidden,
-    outputs=("the step size",),
-    mistakes=_certify_mistakes(),
-    hint="sort each head's direction; the gap is the first entry minus the second.",
-    rtol=1e-9,
-)
+    solution=self_certified_step, reference=_step_reference,
+    public=cases(_certify_case, ("random direction and start", 8, 1e-3, False, "a"),
+                 ("random direction and start", 100, 1e-6, False, "b"),
+                 ("head 2 has a tie at the top of its direction", 12, 1e-3, True, "c")),
+    hidden=seeded(_certify_case, ("random direction and start", 33, 1e-4, False, "d"),
+                  ("random direction and start", 1000, 1e-8, False, "e"),
+                  ("a tie at the top of head 2", 50, 1e-2, True, "f")),
+    outputs=("the step size",), mistakes=_certify_mistakes(),
+    hint="sort each head's direction; the gap is the first entry minus the second.", rtol=1e-9,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: why the antisymmetric start
 WHY_ANTISYMMETRIC = WrittenQuestion(
-    id="ch03-w1",
-    title="Why the split model cannot start at zero",
-    level="core",
-    minutes=20,
+    id="ch03-w1", title="Why the split model cannot start at zero", level="core", minutes=20,
     prompt=(
         "Start the split model at $q_1 = q_2 = 0$. What does one gradient step do to the two heads, "
         "and what loss does the model keep on the inputs whose hidden bits differ? Why does the "
@@ -263,6 +213,6 @@ WHY_ANTISYMMETRIC = WrittenQuestion(
         "With $q_2 = -q_1$ the heads start apart, the gradient pushes them to different hidden bits, "
         "and $f = -x_{i^*}x_{j^*} = y$ becomes reachable."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (SPLIT_GRADIENT, SELF_CERTIFIED_STEP, WHY_ANTISYMMETRIC)

@@ -7,14 +7,9 @@ import math
 import torch
 
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, pair
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch04"
+from ._common import cases, gaussian, pair, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the rest mass
 # fmt: off
 def rest_mass(scores, pair):
     """The softmax mass of each head outside the hidden pair, shape (2,), accurate
@@ -46,22 +41,6 @@ def _rest_case(description: str, d: int, base: float, height: tuple[float, float
     return Case(f"{description}, d={d}", (scores, hidden), d=d)
 
 
-def _rest_public() -> tuple[Case, ...]:
-    return (
-        _rest_case("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
-        _rest_case("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
-        _rest_case("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c"),
-    )
-
-
-def _rest_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _rest_case("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d", seed),
-        _rest_case("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e", seed),
-        _rest_case("moderate scores", 7, 2.0, (2.0, 0.5), "f", seed),
-    )
-
-
 def _rest_mistakes() -> tuple[Mistake, ...]:
     def one_minus_pair(scores, pair):
         weights = torch.softmax(scores, dim=-1)
@@ -82,31 +61,26 @@ def _rest_mistakes() -> tuple[Mistake, ...]:
 
 
 REST_MASS = AutoQuestion(
-    id="ch04-q1",
-    title="The rest mass, without cancellation",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch04-q1", title="The rest mass, without cancellation", points=2, level="warm-up", minutes=10,
     prompt=(
         "For scores `scores` of shape `(2, d)` (two softmax heads) and the hidden `pair` $(u, v)$, write "
         "`rest_mass(scores, pair)`: $E_h = \\sum_{k \\ne u, v} \\alpha_{h,k}$ for both heads, shape `(2,)`, "
         "with a *relative* error below $10^{-6}$ even when $E_h$ is $10^{-200}$ and the scores are near "
         "$\\pm 10^4$. Hint: $\\log E_h = \\operatorname{lse}(s_{h,\\text{rest}}) - \\operatorname{lse}(s_h)$."
     ),
-    solution=rest_mass,
-    reference=_rest_reference,
-    public=_rest_public,
-    hidden=_rest_hidden,
-    outputs=("the rest masses",),
-    mistakes=_rest_mistakes(),
-    hint="torch.logsumexp is stable; exp of a difference of two log-sum-exps never cancels.",
-    rtol=1e-6,
-    atol=0.0,
+    solution=rest_mass, reference=_rest_reference,
+    public=cases(_rest_case, ("moderate scores: rest masses near 1/2 and 1/10", 10, 0.0, (1.0, 3.5), "a"),
+                 ("sharp heads: rest masses near 1e-11", 100, 0.0, (30.0, 31.0), "b"),
+                 ("scores near 10^4, rest masses near 1e-15", 50, 1e4, (40.0, 38.0), "c")),
+    hidden=seeded(_rest_case, ("scores near -10^4, rest masses near 1e-200", 200, -1e4, (465.0, 470.0), "d"),
+                  ("one flat head, one sharp head, scores near 10^4", 64, 1e4, (0.0, 60.0), "e"),
+                  ("moderate scores", 7, 2.0, (2.0, 0.5), "f")),
+    outputs=("the rest masses",), mistakes=_rest_mistakes(),
+    hint="torch.logsumexp is stable; exp of a difference of two log-sum-exps never cancels.", rtol=1e-6, atol=0.0,
     nan_hint="an exponential overflowed: subtract the largest score, or work with log-sum-exps.",
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: the lattice sharpness
 # fmt: off
 def lattice_sharpness(d, m, epsilon):
     """The sharpness kappa = ln((d - 2) / (2 E)) / (4 / m) that certifies worst-case
@@ -130,21 +104,25 @@ def _sharpness_reference(d: int, m: int, epsilon: float) -> float:
     return math.log((d - 2) / (2 * _rest_target(epsilon))) * m / 4
 
 
-def _sharpness_public() -> tuple[Case, ...]:
-    return (
-        Case("d=64, m=24, epsilon=0.01", (64, 24, 1e-2), d=64),
-        Case("d=1000, m=40, epsilon=0.001", (1000, 40, 1e-3), d=1000),
-    )
+def _sharpness_case(d: int, m: int, epsilon: float, seed: int = 0) -> Case:
+    d += 2 * (seed % 997)  # the teacher's seed moves the hidden cases
+    return Case(f"d={d}, m={m}, epsilon={epsilon:g}", (d, m, epsilon), d=d)
 
 
-def _sharpness_hidden(seed: int) -> tuple[Case, ...]:
-    shift = 2 * (seed % 997)  # the teacher's seed moves the cases
-    cases = ((10**6 + shift, 80, 1e-4), (16 + shift, 16, 0.1), (10**8 + shift, 108, 1e-6))
-    return tuple(Case(f"d={d}, m={m}, epsilon={eps:g}", (d, m, eps), d=d) for d, m, eps in cases)
-
-
-def _sharpness_mistakes() -> tuple[Mistake, ...]:
-    return (
+LATTICE_SHARPNESS = AutoQuestion(
+    id="ch04-q2", title="The sharpness from the lattice step", points=2, level="warm-up", minutes=10,
+    prompt=(
+        "For sign codes every positive margin is a multiple of the lattice step $4/m$, so one sharpness "
+        "works for every draw whose margin is positive. Write `lattice_sharpness(d, m, epsilon)`: "
+        "$\\kappa = \\ln\\frac{d-2}{2E_\\varepsilon} \\big/ \\frac4m$ with "
+        "$E_\\varepsilon = \\tfrac12\\bigl(1 - \\sqrt{1 - \\sqrt{\\varepsilon/2}}\\bigr)$, the rest mass at "
+        "which $32E^2(1-E)^2 = \\varepsilon$; return a float. It must stay accurate for "
+        "$\\varepsilon = 10^{-6}$ and $d = 10^8$."
+    ),
+    solution=lattice_sharpness, reference=_sharpness_reference,
+    public=cases(_sharpness_case, (64, 24, 1e-2), (1000, 40, 1e-3)),
+    hidden=seeded(_sharpness_case, (10**6, 80, 1e-4), (16, 16, 0.1), (10**8, 108, 1e-6)), outputs=("kappa",),
+    mistakes=(
         Mistake(
             "you used epsilon itself as the rest-mass target; the target is E = (1 - sqrt(1 - sqrt(eps/2)))/2.",
             lambda d, m, eps: math.log((d - 2) / (2 * eps)) * m / 4,
@@ -161,40 +139,13 @@ def _sharpness_mistakes() -> tuple[Mistake, ...]:
             "a missing 1/2 inside: the target solves 32 S^2 (1 - S)^2 = eps, i.e. uses sqrt(eps/2), not sqrt(eps).",
             lambda d, m, eps: math.log((d - 2) / (1 - math.sqrt(1 - math.sqrt(eps)))) * m / 4,
         ),
-    )
-
-
-LATTICE_SHARPNESS = AutoQuestion(
-    id="ch04-q2",
-    title="The sharpness from the lattice step",
-    points=2,
-    level="warm-up",
-    minutes=10,
-    prompt=(
-        "For sign codes every positive margin is a multiple of the lattice step $4/m$, so one sharpness "
-        "works for every draw whose margin is positive. Write `lattice_sharpness(d, m, epsilon)`: "
-        "$\\kappa = \\ln\\frac{d-2}{2E_\\varepsilon} \\big/ \\frac4m$ with "
-        "$E_\\varepsilon = \\tfrac12\\bigl(1 - \\sqrt{1 - \\sqrt{\\varepsilon/2}}\\bigr)$, the rest mass at "
-        "which $32E^2(1-E)^2 = \\varepsilon$; return a float. It must stay accurate for "
-        "$\\varepsilon = 10^{-6}$ and $d = 10^8$."
     ),
-    solution=lattice_sharpness,
-    reference=_sharpness_reference,
-    public=_sharpness_public,
-    hidden=_sharpness_hidden,
-    outputs=("kappa",),
-    mistakes=_sharpness_mistakes(),
-    hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.",
-    rtol=1e-8,
-)
+    hint="natural logarithms; E_eps is about sqrt(eps/32) for small eps.", rtol=1e-8,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: why no pair is needed
 NO_PAIR_NEEDED = WrittenQuestion(
-    id="ch04-w1",
-    title="A step size chosen without the pair",
-    level="core",
-    minutes=15,
+    id="ch04-w1", title="A step size chosen without the pair", level="core", minutes=15,
     prompt=(
         "The certified step of the tied model depends on the margin between the pair and the "
         "closest other position, which depends on the unknown pair. Explain why the lattice step "
@@ -213,6 +164,6 @@ NO_PAIR_NEEDED = WrittenQuestion(
         "when some position ties with the pair (margin 0); a union bound puts that probability at "
         "most $(d-2)(3/4)^m$."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (REST_MASS, LATTICE_SHARPNESS, NO_PAIR_NEEDED)

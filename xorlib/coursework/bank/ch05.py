@@ -9,11 +9,7 @@ import torch
 from ...attention import attention_weights
 from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch05"
+from ._common import cases, gaussian, seeded
 
 
 def _autograd_pullback(kind: str, scores: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -33,7 +29,6 @@ def _variant_case(description: str, d: int, scale: float, zeros: int, question: 
     return Case(f"{description}, d={d}", (scores, grad), d=d)
 
 
-# ----------------------------------------------------------------------------- q1: ReLU attention
 # fmt: off
 def relu_attention(scores, grad):
     """ReLU attention weights relu(s)/d and the pull-back (d alpha/d s)^T grad, both
@@ -47,21 +42,6 @@ def relu_attention(scores, grad):
     return weights, pullback
     # END SOLUTION
 # fmt: on
-
-
-def _relu_public() -> tuple[Case, ...]:
-    return (
-        _variant_case("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
-        _variant_case("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b"),
-    )
-
-
-def _relu_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _variant_case("large scores", 50, 100.0, 0, "ch05-q1", "c", seed),
-        _variant_case("five scores exactly 0", 9, 1.0, 5, "ch05-q1", "d", seed),
-        _variant_case("tiny scores", 30, 1e-6, 0, "ch05-q1", "e", seed),
-    )
 
 
 def _relu_mistakes() -> tuple[Mistake, ...]:
@@ -88,30 +68,24 @@ def _relu_mistakes() -> tuple[Mistake, ...]:
 
 
 RELU_ATTENTION = AutoQuestion(
-    id="ch05-q1",
-    title="ReLU attention and its pull-back",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch05-q1", title="ReLU attention and its pull-back", points=2, level="warm-up", minutes=10,
     prompt=(
         "ReLU attention sets $\\alpha_k = \\max(s_k, 0)/d$. For `scores` and an upstream gradient "
         "`grad` $= G$, both of shape `(2, d)`, write `relu_attention(scores, grad)`: the pair "
         "`(weights, pullback)` with the pull-back $\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top G$, both "
         "of shape `(2, d)`, without autograd. Take the derivative at $s_k = 0$ to be 0."
     ),
-    solution=relu_attention,
-    reference=lambda scores, grad: _autograd_pullback("relu", scores, grad),
-    public=_relu_public,
-    hidden=_relu_hidden,
-    outputs=("weights", "pullback"),
-    mistakes=_relu_mistakes(),
+    solution=relu_attention, reference=lambda scores, grad: _autograd_pullback("relu", scores, grad),
+    public=cases(_variant_case, ("scores of both signs", 6, 1.0, 0, "ch05-q1", "a"),
+                 ("scores of both signs, two of them exactly 0", 20, 2.0, 2, "ch05-q1", "b")),
+    hidden=seeded(_variant_case, ("large scores", 50, 100.0, 0, "ch05-q1", "c"),
+                  ("five scores exactly 0", 9, 1.0, 5, "ch05-q1", "d"), ("tiny scores", 30, 1e-6, 0, "ch05-q1", "e")),
+    outputs=("weights", "pullback"), mistakes=_relu_mistakes(),
     hint="the Jacobian of an element-wise map is diagonal: pullback_k = alpha'(s_k) g_k.",
-    forbidden=("xorlib.attention.attention_weights",),
-    autograd=False,
-)
+    forbidden=("xorlib.attention.attention_weights",), autograd=False,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: sigmoid attention
 # fmt: off
 def sigmoid_attention(scores, grad):
     """Sigmoid attention weights sigmoid(s - ln d) and the pull-back alpha (1 -
@@ -123,21 +97,6 @@ def sigmoid_attention(scores, grad):
     return weights, weights * (1 - weights) * grad
     # END SOLUTION
 # fmt: on
-
-
-def _sigmoid_public() -> tuple[Case, ...]:
-    return (
-        _variant_case("moderate scores", 8, 1.0, 0, "ch05-q2", "a"),
-        _variant_case("scores up to about 30", 40, 10.0, 0, "ch05-q2", "b"),
-    )
-
-
-def _sigmoid_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _variant_case("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c", seed),
-        _variant_case("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d", seed),
-        _variant_case("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e", seed),
-    )
 
 
 def _sigmoid_mistakes() -> tuple[Mistake, ...]:
@@ -167,35 +126,28 @@ def _sigmoid_mistakes() -> tuple[Mistake, ...]:
 
 
 SIGMOID_ATTENTION = AutoQuestion(
-    id="ch05-q2",
-    title="Sigmoid attention and its pull-back",
-    points=2,
-    level="warm-up",
-    minutes=10,
+    id="ch05-q2", title="Sigmoid attention and its pull-back", points=2, level="warm-up", minutes=10,
     prompt=(
         "Sigmoid attention sets $\\alpha_k = \\operatorname{sigm}(s_k - \\ln d)$, so that zero scores give weights "
         "close to $1/d$. For `scores` and `grad`, both of shape `(2, d)`, write "
         "`sigmoid_attention(scores, grad)`: the pair `(weights, pullback)`, the pull-back being "
         "$\\bigl(\\partial\\alpha/\\partial s\\bigr)^\\top G$. It must give finite numbers for scores of $\\pm 10^4$."
     ),
-    solution=sigmoid_attention,
-    reference=lambda scores, grad: _autograd_pullback("sigmoid", scores, grad),
-    public=_sigmoid_public,
-    hidden=_sigmoid_hidden,
-    outputs=("weights", "pullback"),
-    mistakes=_sigmoid_mistakes(),
+    solution=sigmoid_attention, reference=lambda scores, grad: _autograd_pullback("sigmoid", scores, grad),
+    public=cases(_variant_case, ("moderate scores", 8, 1.0, 0, "ch05-q2", "a"),
+                 ("scores up to about 30", 40, 10.0, 0, "ch05-q2", "b")),
+    hidden=seeded(_variant_case, ("scores near +-10^4", 16, 1e4, 0, "ch05-q2", "c"),
+                  ("zero scores (weights 1/(d+1))", 25, 0.0, 0, "ch05-q2", "d"),
+                  ("moderate scores, odd d", 11, 2.0, 0, "ch05-q2", "e")),
+    outputs=("weights", "pullback"), mistakes=_sigmoid_mistakes(),
     hint="sigm'(x) = sigm(x) (1 - sigm(x)), sigm(x) = 1 / (1 + e^-x); torch.sigmoid is stable for large |x|.",
     nan_hint="exp(-x) overflowed: torch.sigmoid (or a form that never exponentiates a large positive number) is stable.",
     forbidden=("xorlib.attention.attention_weights",),
-)
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: only softmax couples
 ONLY_SOFTMAX_COUPLES = WrittenQuestion(
-    id="ch05-w1",
-    title="What only softmax does",
-    level="core",
-    minutes=15,
+    id="ch05-w1", title="What only softmax does", level="core", minutes=15,
     prompt=(
         "Raising the two hidden scores of a softmax head lowers every other weight. Explain why no "
         "element-wise normaliser (linear, ReLU, sigmoid, componentwise) can do that, and what an "
@@ -217,6 +169,6 @@ ONLY_SOFTMAX_COUPLES = WrittenQuestion(
         "make $\\sum_{k\\ne u,v}\\alpha_k$ small, each of the $d-2$ other weights must itself be made "
         "small, which needs the step to push all those scores down, not only to raise the pair's."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (RELU_ATTENTION, SIGMOID_ATTENTION, ONLY_SOFTMAX_COUPLES)

@@ -9,14 +9,9 @@ import torch
 from ...empirical import empirical
 from ...model import ModelConfig
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, generator, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch06"
+from ._common import cases, gaussian, generator, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: the empirical gradient
 # fmt: off
 def sample_score_gradient(scores, x, y, heads):
     """The gradient of the mean loss over the samples in the scores (softmax), shape
@@ -49,22 +44,6 @@ def _empirical_case(description: str, n: int, d: int, heads: str, scale: float, 
     return Case(f"{description}: {heads} heads, n={n}, d={d}", (scores, x, y, heads), d=d)
 
 
-def _empirical_public() -> tuple[Case, ...]:
-    return (
-        _empirical_case("a few samples", 16, 6, "split", 1.0, "a"),
-        _empirical_case("uniform attention", 200, 20, "tied", 0.0, "b"),
-        _empirical_case("sharp heads", 50, 10, "split", 4.0, "c"),
-    )
-
-
-def _empirical_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _empirical_case("more samples", 1000, 50, "tied", 1.0, "d", seed),
-        _empirical_case("fewer samples than positions", 7, 12, "split", 1.0, "e", seed),
-        _empirical_case("odd d", 300, 33, "split", 2.0, "f", seed),
-    )
-
-
 def _empirical_mistakes() -> tuple[Mistake, ...]:
     def summed(scores, x, y, heads):
         return x.shape[0] * _empirical_reference(scores, x, y, heads)
@@ -87,11 +66,7 @@ def _empirical_mistakes() -> tuple[Mistake, ...]:
 
 
 SAMPLE_GRADIENT = AutoQuestion(
-    id="ch06-q1",
-    title="The empirical gradient in two passes",
-    points=3,
-    level="core",
-    minutes=40,
+    id="ch06-q1", title="The empirical gradient in two passes", points=3, level="core", minutes=40,
     prompt=(
         "On samples `x` `(n, d)` and `y` `(n,)`, the mean loss is "
         "$\\hat L = \\frac1n\\sum_s \\tfrac12(f(x_s) - y_s)^2$ with softmax heads "
@@ -101,19 +76,17 @@ SAMPLE_GRADIENT = AutoQuestion(
         "in two matrix products over the data (one forward, one backward), never forming the "
         "`(n, d)` per-sample gradients, and without autograd."
     ),
-    solution=sample_score_gradient,
-    reference=_empirical_reference,
-    public=_empirical_public,
-    hidden=_empirical_hidden,
-    outputs=("the score gradient",),
-    mistakes=_empirical_mistakes(),
+    solution=sample_score_gradient, reference=_empirical_reference,
+    public=cases(_empirical_case, ("a few samples", 16, 6, "split", 1.0, "a"),
+                 ("uniform attention", 200, 20, "tied", 0.0, "b"), ("sharp heads", 50, 10, "split", 4.0, "c")),
+    hidden=seeded(_empirical_case, ("more samples", 1000, 50, "tied", 1.0, "d"),
+                  ("fewer samples than positions", 7, 12, "split", 1.0, "e"), ("odd d", 300, 33, "split", 2.0, "f")),
+    outputs=("the score gradient",), mistakes=_empirical_mistakes(),
     hint="dL/dalpha_1 = -(c1/n) sum_s r_s z_{2,s} x_s with r_s = f(x_s) - y_s; then the softmax pull-back.",
-    forbidden=("xorlib.empirical.empirical",),
-    autograd=False,
-)
+    forbidden=("xorlib.empirical.empirical",), autograd=False,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: the 50% threshold
 # fmt: off
 def threshold_from_fit(n_values, successes, trials):
     """The n at which a logistic fit of successes/trials against ln n crosses 1/2
@@ -186,20 +159,6 @@ def _threshold_case(
     )
 
 
-def _threshold_public() -> tuple[Case, ...]:
-    return (
-        _threshold_case("a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"),
-        _threshold_case("a gradual transition", [50, 100, 200, 400, 800, 1600, 3200], 500.0, 1.0, 10, "b"),
-    )
-
-
-def _threshold_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _threshold_case("a sharp transition", [1000, 1500, 2250, 3375, 5062], 2000.0, 0.3, 40, "c", seed),
-        _threshold_case("few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d", seed),
-    )
-
-
 def _threshold_mistakes() -> tuple[Mistake, ...]:
     def log_threshold(n_values, successes, trials):
         return math.log(_threshold_reference(n_values, successes, trials))
@@ -224,34 +183,25 @@ def _threshold_mistakes() -> tuple[Mistake, ...]:
 
 
 THRESHOLD = AutoQuestion(
-    id="ch06-q2",
-    title="The 50% threshold of a logistic fit",
-    points=2,
-    level="challenge",
-    minutes=45,
+    id="ch06-q2", title="The 50% threshold of a logistic fit", points=2, level="challenge", minutes=45,
     prompt=(
         "At each sample size `n_values[i]`, `successes[i]` of `trials[i]` runs succeeded. Fit "
         "$\\Pr(\\text{success}) = \\operatorname{sigm}(a + b\\ln n)$, $\\operatorname{sigm}(t) = 1/(1 + e^{-t})$, by maximum likelihood (binomial counts) and write "
         "`threshold_from_fit(n_values, successes, trials)`: the $n^*$ where the fit crosses $\\tfrac12$, "
         "$n^* = e^{-a/b}$, as a float. Converge well: the answer is compared to 5 digits."
     ),
-    solution=threshold_from_fit,
-    reference=_threshold_reference,
-    public=_threshold_public,
-    hidden=_threshold_hidden,
-    outputs=("the threshold n*",),
-    mistakes=_threshold_mistakes(),
-    hint="Newton's method (iteratively reweighted least squares) converges in a few steps from a = b = 0.",
-    rtol=1e-5,
-)
+    solution=threshold_from_fit, reference=_threshold_reference,
+    public=cases(_threshold_case, ("a clear transition", [100, 200, 400, 800, 1600], 400.0, 0.5, 20, "a"),
+                 ("a gradual transition", [50, 100, 200, 400, 800, 1600, 3200], 500.0, 1.0, 10, "b")),
+    hidden=seeded(_threshold_case, ("a sharp transition", [1000, 1500, 2250, 3375, 5062], 2000.0, 0.3, 40, "c"),
+                  ("few runs", [10, 30, 90, 270, 810, 2430], 150.0, 0.8, 5, "d")),
+    outputs=("the threshold n*",), mistakes=_threshold_mistakes(),
+    hint="Newton's method (iteratively reweighted least squares) converges in a few steps from a = b = 0.", rtol=1e-5,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: how n* grows
 HOW_N_STAR_GROWS = WrittenQuestion(
-    id="ch06-w1",
-    title="Reading a threshold curve",
-    level="core",
-    minutes=20,
+    id="ch06-w1", title="Reading a threshold curve", level="core", minutes=20,
     prompt=(
         "You have estimated $n^*(d)$ for $d = 16, 32, \\dots, 1024$. Explain how you would test "
         "whether $n^*$ grows like $d^2$ rather than like $d \\log d$, and what uncertainty each "
@@ -269,6 +219,6 @@ HOW_N_STAR_GROWS = WrittenQuestion(
         "over runs, or the fit's standard error propagated to $e^{-a/b}$); the slope is only "
         "meaningful when the differences exceed those bars."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (SAMPLE_GRADIENT, THRESHOLD, HOW_N_STAR_GROWS)

@@ -7,14 +7,9 @@ import math
 import torch
 
 from ..questions import AutoQuestion, Case, Criterion, Mistake, WrittenQuestion
-from ._common import gaussian, pair, samples
-
-__all__ = []  # the bank collects QUESTIONS into CHAPTERS; nothing else is public
-
-CHAPTER = "ch07"
+from ._common import cases, gaussian, pair, samples, seeded
 
 
-# ----------------------------------------------------------------------------- q1: hinge-loss gradients
 # fmt: off
 def hinge_gradients(x, y, w, b, a):
     """Gradients (dw, db, da) of the mean hinge loss of f(x) = sum_j a_j relu(w_j .
@@ -55,18 +50,6 @@ def _hinge_case(description: str, n: int, d: int, width: int, *labels: object) -
     return Case(f"{description}: n={n}, d={d}, width={width}", (x, y, w, b, a), d=d)
 
 
-def _hinge_public() -> tuple[Case, ...]:
-    return (_hinge_case("a small network", 8, 4, 3, "a"), _hinge_case("a wider network", 64, 10, 32, "b"))
-
-
-def _hinge_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        _hinge_case("more samples", 500, 20, 16, "c", seed),
-        _hinge_case("one hidden unit", 30, 6, 1, "d", seed),
-        _hinge_case("a wide network", 40, 8, 100, "e", seed),
-    )
-
-
 def _hinge_mistakes() -> tuple[Mistake, ...]:
     def everywhere(x, y, w, b, a):  # the gradient of the mean of 1 - y f, hinge ignored
         params = [p.detach().clone().requires_grad_(True) for p in (w, b, a)]
@@ -91,11 +74,7 @@ def _hinge_mistakes() -> tuple[Mistake, ...]:
 
 
 HINGE_GRADIENTS = AutoQuestion(
-    id="ch07-q1",
-    title="Hinge-loss gradients of a two-layer network",
-    points=3,
-    level="core",
-    minutes=30,
+    id="ch07-q1", title="Hinge-loss gradients of a two-layer network", points=3, level="core", minutes=30,
     prompt=(
         "The baseline is $f(x) = \\sum_j a_j \\operatorname{relu}(\\langle w_j, x\\rangle + b_j)$ with the "
         "mean hinge loss $\\frac1n\\sum_s \\max(0, 1 - y_s f(x_s))$. For `x` `(n, d)`, `y` `(n,)`, `w` "
@@ -104,18 +83,15 @@ HINGE_GRADIENTS = AutoQuestion(
         "take the derivative from the side where the function is flat (relu'(0) = 0, and no "
         "hinge gradient at $yf = 1$); the test cases avoid them."
     ),
-    solution=hinge_gradients,
-    reference=_hinge_reference,
-    public=_hinge_public,
-    hidden=_hinge_hidden,
-    outputs=("dw", "db", "da"),
-    mistakes=_hinge_mistakes(),
-    hint="dL/df_s = -y_s [y_s f_s < 1] / n; then the chain rule through a and the ReLU mask.",
-    autograd=False,
-)
+    solution=hinge_gradients, reference=_hinge_reference,
+    public=cases(_hinge_case, ("a small network", 8, 4, 3, "a"), ("a wider network", 64, 10, 32, "b")),
+    hidden=seeded(_hinge_case, ("more samples", 500, 20, 16, "c"), ("one hidden unit", 30, 6, 1, "d"),
+                  ("a wide network", 40, 8, 100, "e")),
+    outputs=("dw", "db", "da"), mistakes=_hinge_mistakes(),
+    hint="dL/df_s = -y_s [y_s f_s < 1] / n; then the chain rule through a and the ReLU mask.", autograd=False,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- q2: counting parameters
 # fmt: off
 def parameter_count(d, width):
     """The number of trainable parameters of f(x) = sum_j a_j relu(w_j . x + b_j) on
@@ -127,56 +103,33 @@ def parameter_count(d, width):
 # fmt: on
 
 
-def _count_public() -> tuple[Case, ...]:
-    return (Case("d=20, width=100", (20, 100), d=20), Case("d=1000, width=512", (1000, 512), d=1000))
-
-
-def _count_hidden(seed: int) -> tuple[Case, ...]:
-    return (
-        Case("d=7, width=1", (7, 1), d=7),
-        Case(f"d={64 + seed % 50}, width=3000", (64 + seed % 50, 3000), d=64 + seed % 50),
-    )
-
-
-def _count_mistakes() -> tuple[Mistake, ...]:
-    return (
-        Mistake("you forgot the biases b_j (one per hidden unit).", lambda d, width: width * (d + 1)),
-        Mistake("you counted only the first layer w.", lambda d, width: width * d),
-        Mistake(
-            "this network has no output bias: f is sum_j a_j relu(...), nothing added.", lambda d, w: w * (d + 2) + 1
-        ),
-    )
+def _count_case(d: int, width: int) -> Case:
+    return Case(f"d={d}, width={width}", (d, width), d=d)
 
 
 PARAMETER_COUNT = AutoQuestion(
-    id="ch07-q2",
-    title="How many parameters the baseline trains",
-    points=1,
-    level="warm-up",
-    minutes=5,
+    id="ch07-q2", title="How many parameters the baseline trains", points=1, level="warm-up", minutes=5,
     prompt=(
         "Write `parameter_count(d, width)`: the number of trainable numbers of the network "
         "$f(x) = \\sum_{j=1}^{\\text{width}} a_j \\operatorname{relu}(\\langle w_j, x\\rangle + b_j)$ on "
         "$d$ inputs, as an int. Compare it with the two-head model's $2m$."
     ),
-    solution=parameter_count,
-    reference=lambda d, width: width * (d + 2),
-    public=_count_public,
-    hidden=_count_hidden,
-    outputs=("the count",),
-    mistakes=_count_mistakes(),
-    hint="count w (width x d), b (width) and a (width).",
-    rtol=0.0,
-    atol=0.0,
-)
+    solution=parameter_count, reference=lambda d, width: width * (d + 2),
+    public=cases(_count_case, (20, 100), (1000, 512)),
+    hidden=lambda seed: (_count_case(7, 1), _count_case(64 + seed % 50, 3000)), outputs=("the count",),
+    mistakes=(
+        Mistake("you forgot the biases b_j (one per hidden unit).", lambda d, width: width * (d + 1)),
+        Mistake("you counted only the first layer w.", lambda d, width: width * d),
+        Mistake(
+            "this network has no output bias: f is sum_j a_j relu(...), nothing added.", lambda d, w: w * (d + 2) + 1
+        ),
+    ),
+    hint="count w (width x d), b (width) and a (width).", rtol=0.0, atol=0.0,
+)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- w1: comparing budgets
 COMPARE_BUDGETS = WrittenQuestion(
-    id="ch07-w1",
-    title="Parameters against samples",
-    level="core",
-    minutes=15,
+    id="ch07-w1", title="Parameters against samples", level="core", minutes=15,
     prompt=(
         "The two-head model trains $2m = O(\\log d)$ numbers; the baseline trains "
         "$\\text{width}\\cdot(d+2)$. Discuss what this comparison does and does not say about which "
@@ -194,6 +147,6 @@ COMPARE_BUDGETS = WrittenQuestion(
         "matches sparse parity (the attention model can only select positions). The comparison that "
         "settles it is the measured sample threshold $n^*(d)$ of both models under one protocol."
     ),
-)
+)  # fmt: skip
 
 QUESTIONS = (HINGE_GRADIENTS, PARAMETER_COUNT, COMPARE_BUDGETS)
