@@ -450,13 +450,18 @@ def _gram_levels(codes: torch.Tensor, a: torch.Tensor, block: int = 1024) -> _Gr
     count, weight = torch.zeros(m + 1, dtype=codes.dtype), torch.zeros(m + 1, dtype=codes.dtype)
     values, counts, weights = [], [], []
     for start in range(0, d, block):
-        pairs = (a[start : start + block, None] * a[None, :]).flatten()
-        if signs:
-            hamming = (unit[start : start + block] @ unit.T).sub_(m).mul_(-0.5).long().flatten()  # (m - m g) / 2
-            count += torch.bincount(hamming, minlength=m + 1).to(codes.dtype)
-            weight += torch.bincount(hamming, weights=pairs, minlength=m + 1)
+        rows = slice(start, start + block)
+        if signs:  # g is symmetric: the blocks on and right of the diagonal, those right of it counted twice
+            hamming = (unit[rows] @ unit[start:].T).sub_(m).mul_(-0.5).long()  # (m - m g) / 2
+            twice = torch.full((d - start,), 2.0, dtype=codes.dtype)
+            twice[: hamming.shape[0]] = 1.0
+            twice = twice.expand_as(hamming).flatten()
+            count += torch.bincount(hamming.flatten(), weights=twice, minlength=m + 1)
+            pairs = (a[rows, None] * a[None, start:]).flatten() * twice
+            weight += torch.bincount(hamming.flatten(), weights=pairs, minlength=m + 1)
         else:
-            values.append((codes[start : start + block] @ codes.T).flatten())
+            pairs = (a[rows, None] * a[None, :]).flatten()
+            values.append((codes[rows] @ codes.T).flatten())
             counts.append(torch.ones_like(pairs))
             weights.append(pairs)
     if signs:
@@ -543,7 +548,7 @@ def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float |
         "e_norm": float(e.norm()),
         "c_par": c_par,
         "w_perp": float((w - c_par * e).norm()),
-        "a": codes @ e,
+        "levels": _gram_levels(codes, codes @ e),  # the entries of P P^T grouped by value, with a = P e
         "spread": math.sqrt(spread),
         "pull": pull,
         "gamma": tied_margin(codes, pair),
@@ -552,7 +557,7 @@ def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float |
 
 
 def _split_bounds(
-    codes: torch.Tensor, pair: tuple[int, int], sigma: float, delta: float, epsilon: float
+    codes: torch.Tensor, pair: tuple[int, int], sigma: float, delta: float, epsilon: float, *, terms: dict | None = None
 ) -> _SplitBounds:
     r"""The quantities of ``thm-split`` (chapter 3) for balanced codes with unit rows: the theorem applies iff ``gap`` > 0.
 
@@ -564,7 +569,7 @@ def _split_bounds(
     """
     d, m = codes.shape
     u, v = check_pair("pair", pair, d)
-    c = _code_terms(codes, (u, v))
+    c = _code_terms(codes, (u, v)) if terms is None else terms  # terms: _code_terms of these codes and pair
     lam, tau = c["lam"], sigma / math.sqrt(m)
     # Shares of delta: (a) 3d - 2 Gaussian tails 1/8, (b) |q|^2 1/16, (c) 4 Chebyshev 1/16 each,
     # (d) sum s^4 1/16, (e) the lean 1/2.
@@ -583,7 +588,7 @@ def _split_bounds(
     # The gap between the hidden bits: slope (vartheta) and noise (epsilon-pair).
     grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
     phi = max(abs(lam_lo * grow - 2 * grow_2 * hat_max), abs(lam_hi * grow - 2 * grow_2 / m_max))  # Phi
-    levels = _gram_levels(codes, c["a"])
+    levels = c["levels"]
     cheb = [math.sqrt(16 * _exp_form_variance(levels, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
     chaos = (lam_abs * cheb[0] + hat_max * cheb[1]) / d  # C
     slope = 2 * k_min * (1 - c["rho"]) - phi * c["c_par"] / d
