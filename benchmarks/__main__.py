@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = {
         "codes": lambda: codes_benchmark(sizes.codes, repeats=sizes.repeats, flag=sizes.flag, device=device),
         "step": lambda: step_benchmark(sizes.step, repeats=sizes.repeats, flag=sizes.flag, device=device),
-        "stream": lambda: stream_benchmark(sizes.stream, flag=sizes.flag, device=device),
+        "stream": lambda: stream_benchmark(sizes.stream, flag=sizes.flag, device=device, old_floor=True),
         "empirical": lambda: empirical_benchmark(
             SMALL_SIZE if args.small else FULL_SIZE, repeats=sizes.repeats, flag=sizes.flag
         ),

@@ -1,14 +1,19 @@
-"""One step of ``xorlib.one_step`` in a fresh process: its time and its peak memory.
+"""One step of ``xorlib.one_step`` in a fresh process: its time, its peak memory, and the floor beside it.
 
 Usage::
 
-    python -m benchmarks.measure --d 100000000 --heads split [--seed 0] [--device cpu] [--json]
+    python -m benchmarks.measure --d 100000000 --heads split [--seed 0] [--device cpu] [--old-floor] [--json]
 
 The process imports torch and xorlib, takes a tiny step (so that lazy
 initialisation is not counted), notes its resident memory, takes the step at
 ``d`` and reports the seconds and the peak resident set of the whole process
 (Linux ``VmHWM``: the high-water mark since the process started its program;
 ``getrusage``'s ``ru_maxrss`` would inherit the parent's peak across ``fork``).
+Then, in the same process and on one thread like the step, it times the honest
+floor (:func:`benchmarks.workloads.code_bits`: drawing the step's :math:`dm` code bits with
+the codes' own generator) and reports the step as a multiple of it; with
+``--old-floor`` also the issue-14 floor (:func:`benchmarks.workloads.floor`: draw,
+unpack to float64, one matrix-vector product; about a minute at :math:`d = 10^8`).
 :func:`measure_in_subprocess` runs this module as a child and reads its answer.
 """
 
@@ -26,7 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 import xorlib
+
+from .workloads import code_bits, floor
 
 __all__ = ["Measurement", "measure", "measure_in_subprocess"]
 
@@ -50,6 +59,18 @@ class Measurement:
     split: bool  # the heads attend most to the two different hidden bits
     worst_case: float  # the certified upper bound on the worst-case loss over all 2^d inputs
     parameters: int  # trainable numbers, 2m
+    floor_s: float  # the honest floor, timed after the step in the same process: drawing the d m code bits
+    old_floor_s: float | None = None  # with old_floor=True: draw, unpack to float64, one matrix-vector product
+
+    @property
+    def over_floor(self) -> float:
+        """The step as a multiple of the honest floor."""
+        return self.seconds / self.floor_s
+
+    @property
+    def over_old_floor(self) -> float | None:
+        """The step as a multiple of the issue-14 floor (``None`` unless it was timed)."""
+        return None if self.old_floor_s is None else self.seconds / self.old_floor_s
 
     @property
     def peak_gb(self) -> float:
@@ -85,26 +106,43 @@ def _peak_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
-def measure(d: int, heads: str, *, seed: int = 0, device: str = "cpu") -> Measurement:
+def measure(d: int, heads: str, *, seed: int = 0, device: str = "cpu", old_floor: bool = False) -> Measurement:
     """Take the step in this process and measure it (the peak is this process's; see the module docstring)."""
     xorlib.one_step(4096, heads, seed=seed, device=device)
     start = _status_bytes("VmRSS") or _peak_bytes()
     begin = time.perf_counter()
     result = xorlib.one_step(d, heads, seed=seed, device=device)
     seconds = time.perf_counter() - begin
+    peak = _peak_bytes()
+    codes = result.config.model.codes
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # the step runs on one thread: so do the floors
+    try:
+        begin = time.perf_counter()
+        code_bits(codes)
+        floor_s = time.perf_counter() - begin
+        old_floor_s = None
+        if old_floor:
+            query = torch.randn(codes.m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+            begin = time.perf_counter()
+            floor(d, codes.m, query, seed=seed, device=device)
+            old_floor_s = time.perf_counter() - begin
+    finally:
+        torch.set_num_threads(previous)
     return Measurement(
         d=d, m=result.config.model.m, heads=heads, seed=seed, device=device, seconds=seconds, start_bytes=start,
-        peak_bytes=_peak_bytes(), success=result.success, split=result.split,
-        worst_case=float(result.worst_case.upper), parameters=result.parameters,
+        peak_bytes=peak, success=result.success, split=result.split,
+        worst_case=float(result.worst_case.upper), parameters=result.parameters, floor_s=floor_s,
+        old_floor_s=old_floor_s,
     )  # fmt: skip
 
 
 def measure_in_subprocess(
-    d: int, heads: str, *, seed: int = 0, device: str = "cpu", timeout_s: float = 900.0
+    d: int, heads: str, *, seed: int = 0, device: str = "cpu", timeout_s: float = 900.0, old_floor: bool = False
 ) -> Measurement:
     """Run :func:`measure` in a fresh Python process (``python -m benchmarks.measure``) and return its answer."""
     command = [sys.executable, "-m", "benchmarks.measure", "--d", str(d), "--heads", heads, "--seed", str(seed)]
-    command += ["--device", device, "--json"]
+    command += ["--device", device, "--json"] + (["--old-floor"] if old_floor else [])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=_ROOT, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
@@ -120,9 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", action="store_true", help="print one machine-readable line")
+    parser.add_argument(
+        "--old-floor", action="store_true", help="also time the issue-14 floor (draw, unpack, multiply; slow)"
+    )
     args = parser.parse_args(argv)
     try:  # xorlib checks every argument before any work: its message is the usage error
-        result = measure(args.d, args.heads, seed=args.seed, device=args.device)
+        result = measure(args.d, args.heads, seed=args.seed, device=args.device, old_floor=args.old_floor)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
     if args.json:
@@ -132,6 +173,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"d = {result.d:,}, {result.heads} heads, {result.parameters} trainable numbers: {result.seconds:.2f} s, "
             f"peak memory {result.peak_gb:.2f} GB ({result.above_start_gb:.2f} GB above the start), "
             f"success {result.success}, split {result.split}, certified worst case {result.worst_case:.3g}"
+        )
+        old = (
+            ""
+            if result.old_floor_s is None
+            else f"; the issue-14 floor (draw, unpack, multiply) {result.old_floor_s:.2f} s, "
+            f"{result.over_old_floor:.2f}x"
+        )
+        print(
+            f"floor (drawing the {result.d * result.m:.3g} code bits, same process, one thread) "
+            f"{result.floor_s:.2f} s: the step is {result.over_floor:.1f}x the floor{old}"
         )
     return 0
 

@@ -99,6 +99,10 @@ class StreamRow:
     split: bool
     worst_case: float
     command: str
+    floor_s: float  # the honest floor: drawing the d m code bits, timed after the step in the same process
+    over_floor: float  # seconds / floor_s
+    old_floor_s: float | None  # the issue-14 floor (draw, unpack, multiply), timed once per d
+    over_old_floor: float | None
 
 
 @dataclass(frozen=True)
@@ -207,12 +211,19 @@ def stream_benchmark(
     flag: str = "",
     seed: int = 0,
     device: str = "cpu",
+    old_floor: bool = False,
 ) -> BenchmarkResult:
-    """One step at each ``d`` of ``sizes``, each in a fresh process: seconds, peak memory, and what it found."""
+    """One step at each ``d`` of ``sizes``, each in a fresh process: seconds, peak memory, what it found, floors.
+
+    The honest floor is always timed (a few percent of the step); ``old_floor`` also times the issue-14 floor,
+    once per ``d`` (it unpacks every bit: about a minute at :math:`d = 10^8`).
+    """
     rows = []
     for d in sizes:
-        for head in heads:
-            found = measure_in_subprocess(d, head, seed=seed, device=device)
+        old_floor_s = None
+        for index, head in enumerate(heads):  # the issue-14 floor: timed once per d, in the first model's process
+            found = measure_in_subprocess(d, head, seed=seed, device=device, old_floor=old_floor and index == 0)
+            old_floor_s = found.old_floor_s if index == 0 else old_floor_s
             rows.append(
                 StreamRow(
                     d=d,
@@ -227,6 +238,10 @@ def stream_benchmark(
                     split=found.split,
                     worst_case=found.worst_case,
                     command=found.command,
+                    floor_s=found.floor_s,
+                    over_floor=found.over_floor,
+                    old_floor_s=old_floor_s,
+                    over_old_floor=None if old_floor_s is None else found.seconds / old_floor_s,
                 )
             )
     return BenchmarkResult(
@@ -237,8 +252,11 @@ def stream_benchmark(
         note=(
             "Each row is one xorlib.one_step in a fresh process (the row's command runs it alone). Peak: the peak "
             "resident memory of the whole process (Linux VmHWM), including torch itself; above start: the part "
-            "the step added. The codes are regenerated from their seed in every pass (kept, packed, below 256 MB), "
-            "so memory is O(block·m) whatever d."
+            "the step added. The codes are regenerated from their seed in every pass (kept, packed, up to 256 MB), "
+            "so memory is O(block·m) whatever d. floor: the honest floor, drawing the step's d·m code bits with the "
+            "codes' own generator, timed in the same process after the step (over_floor: the step divided by it); "
+            "old_floor: the issue-14 floor (draw, unpack to float64, one matrix-vector product), timed once per d in "
+            "the first model's process (None where not asked for)."
         ),
     )
 

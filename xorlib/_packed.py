@@ -1,7 +1,16 @@
 r"""Packed sign codes: balancing a block by pairing rows, and the products :math:`Pq`, :math:`P^\top w` from packed bits.
 
-Internal to :mod:`xorlib.codes`, which defines the codes and documents their
-construction; these functions trust their callers.
+Internal to :mod:`xorlib.codes` and :mod:`xorlib._stream`, which document the construction and the passes;
+these functions trust their callers.
+
+*Scores.* For each group of eight coordinates a 256-entry table holds the partial sums of a query over
+every bit pattern (:func:`lookup_tables`), so a score is :math:`\lceil M/8\rceil` look-ups and additions;
+:class:`Lookup` builds the tables once per pass and reads every block off them, looking up once for
+equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly.
+*Pull-backs.* :class:`Pull` histograms the weights by byte value, group by group, accumulating over all
+the blocks of a pass, and reads each coordinate's sum off the 256 bins once at the end.
+*Generation.* :func:`paired_columns` turns the random bytes of a block into byte columns
+``(groups, rows)`` (int32), pairing the rows in place, in buffers reused from block to block.
 """
 
 from __future__ import annotations
@@ -17,11 +26,9 @@ from ._random import BYTE_BITS
 class BlockView:
     r"""One block of rows of :math:`P`, rows ``[start, stop)``: packed sign bits, or a dense float block.
 
-    For packed sign codes, :meth:`scores` uses, for each group of eight
-    coordinates, a 256-entry table of the partial sums of :math:`q` over every
-    bit pattern, so a score costs :math:`m/8` look-ups; :meth:`pull` histograms
-    the weights by byte value (one pass) and reads each coordinate's sum off the
-    256 bins. Neither forms a float matrix.
+    Packed bits come as ``packed`` ``(rows, groups)`` uint8 (public views) or as the look-up indices
+    ``index`` ``(groups, rows)`` int32 (the streamed passes, whose buffers the next block overwrites).
+    :meth:`scores` and :meth:`pull` never form a float matrix (see the module docstring).
     """
 
     start: int
@@ -31,41 +38,184 @@ class BlockView:
     scale: float
     packed: torch.Tensor | None = None
     rows: torch.Tensor | None = None
+    index: torch.Tensor | None = None
+
+    def byte_index(self) -> torch.Tensor:
+        """The bytes as int32 look-up indices ``(groups, rows)``, one contiguous row per group."""
+        return self.index if self.index is not None else _byte_index(self.packed)
 
     def scores(self, queries: torch.Tensor) -> torch.Tensor:
         """Scores ``(heads, rows)`` of queries ``(heads, m)`` on this block."""
-        if self.rows is not None:
-            return queries @ self.rows.T
-        firsts = _first_copies(queries)  # equal queries (tied heads) are looked up once
-        distinct = sorted(set(firsts))
-        tables, totals = _lookup_tables(queries[distinct, : self.main], self.scale)
-        index = _byte_index(self.packed)  # (groups, rows)
-        partial = torch.empty(len(distinct), self.stop - self.start, dtype=queries.dtype, device=queries.device)
-        looked_up = torch.empty_like(partial[0])
-        for slot in range(len(distinct)):
-            torch.index_select(tables[slot, 0], 0, index[0], out=partial[slot])
-            for group in range(1, index.shape[0]):
-                partial[slot] += torch.index_select(tables[slot, group], 0, index[group], out=looked_up)
-        scores = partial.mul_(-2).add_(totals.unsqueeze(1))  # totals - 2 partial
-        return scores if len(distinct) == len(firsts) else scores[[distinct.index(first) for first in firsts]]
+        return Lookup(queries)(self)
 
     def pull(self, weights: torch.Tensor) -> torch.Tensor:
         r""":math:`\sum_k w_k p_k` over this block, ``(heads, m)``, for weights ``(heads, rows)``."""
-        if self.rows is not None:
-            return weights @ self.rows
-        heads, groups = weights.shape[0], self.packed.shape[1]
-        index = _byte_index(self.packed)  # (groups, rows)
-        hist = weights.new_empty(heads, groups, 256)
-        for head, first in enumerate(_first_copies(weights)):
-            if first < head:
-                hist[head] = hist[first]
+        total = Pull(weights.shape[0], self.m, weights)
+        total.add(self, weights)
+        return total.result()
+
+
+#: Rows looked up together: the running sums and the looked-up values stay in cache across the groups.
+LOOKUP_ROWS = 2**14
+
+
+class Lookup:
+    r"""The scores of fixed queries ``(heads, m)`` on any block of one code matrix: tables built once, per pass.
+
+    A query equal to an earlier one is looked up once; one equal to an earlier one negated is read off
+    it negated (the tables, totals and sums of :math:`-q` are exactly those of :math:`q` negated); a zero
+    query scores exactly zero without a look-up. The float arithmetic of each score is fixed: the tables
+    (:func:`lookup_tables`), then ``totals - 2 * (T_0[b_0] + T_1[b_1] + ...)`` summed in group order.
+    """
+
+    def __init__(self, queries: torch.Tensor) -> None:
+        self.queries = queries
+        self.plan: list[tuple[int, float]] = []  # per row: (slot of its distinct query, sign); slot -1: zero
+        distinct: list[int] = []
+        for head in range(queries.shape[0]):
+            row = queries[head]
+            if not bool(row.any()):
+                self.plan.append((-1, 0.0))
                 continue
+            for slot, first in enumerate(distinct):
+                if torch.equal(queries[first], row):
+                    self.plan.append((slot, 1.0))
+                    break
+                if torch.equal(queries[first], -row):
+                    self.plan.append((slot, -1.0))
+                    break
+            else:
+                distinct.append(head)
+                self.plan.append((len(distinct) - 1, 1.0))
+        self.distinct = distinct
+        self._tables: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @property
+    def identity(self) -> bool:
+        """Whether every row is its own distinct query (no copies, negations or zeros)."""
+        return self.plan == [(slot, 1.0) for slot in range(len(self.plan))]
+
+    def tables(self, main: int, scale: float) -> torch.Tensor:
+        r"""The score tables ``(slots, groups, 256)``: :math:`S_j = -2T_j`, and the total :math:`\sum_r q_r/\sqrt N` added to :math:`S_0`.
+
+        A score is then :math:`S_0[b_0] + S_1[b_1] + \dots` (:func:`lookup_tables`). Two distinct queries
+        share one complex table (the first's in the real parts, the second's in the imaginary ones): one
+        gather reads both, and complex addition adds the parts separately, exactly as two real look-ups would.
+        """
+        key = (main, scale)
+        if key not in self._tables:
+            tables, totals = lookup_tables(self.queries[self.distinct, :main], scale)
+            tables = tables.mul_(-2)
+            tables[:, 0] += totals.unsqueeze(1)
+            if len(self.distinct) == 2:
+                tables = torch.complex(tables[0], tables[1]).unsqueeze(0)
+            self._tables[key] = tables.contiguous()
+        return self._tables[key]
+
+    def distinct_scores(self, view: BlockView) -> torch.Tensor:
+        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block."""
+        tables = self.tables(view.main, view.scale)
+        index = view.byte_index()  # (groups, rows)
+        rows = index.shape[1]
+        found = torch.empty(tables.shape[0], rows, dtype=tables.dtype, device=tables.device)
+        looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=tables.dtype, device=tables.device)
+        for start in range(0, rows, LOOKUP_ROWS):  # parts that stay in cache while the groups are added
+            stop = min(rows, start + LOOKUP_ROWS)
+            part = looked_up[: stop - start]
+            for slot in range(tables.shape[0]):
+                out = found[slot, start:stop]
+                torch.index_select(tables[slot, 0], 0, index[0, start:stop], out=out)
+                for group in range(1, index.shape[0]):
+                    out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
+        if found.is_complex():  # the two queries' scores: the real and imaginary parts, as rows
+            return torch.view_as_real(found[0]).T.contiguous()
+        return found
+
+    def __call__(self, view: BlockView) -> torch.Tensor:
+        """Scores ``(heads, rows)`` on ``view`` (a fresh tensor)."""
+        if view.rows is not None:
+            return self.queries @ view.rows.T
+        if not self.distinct:
+            return self.queries.new_zeros(len(self.plan), view.stop - view.start)
+        found = self.distinct_scores(view)
+        return found if self.identity else self.assemble(found)
+
+    def assemble(self, found: torch.Tensor) -> torch.Tensor:
+        """All rows ``(heads, rows)`` from the distinct ones' scores ``(distinct, rows)``."""
+        out = found.new_empty(len(self.plan), found.shape[1])
+        for head, (slot, sign) in enumerate(self.plan):
+            if slot < 0:
+                out[head].zero_()
+            elif sign > 0:
+                out[head].copy_(found[slot])
+            else:
+                torch.neg(found[slot], out=out[head])
+        return out
+
+
+class Pull:
+    r"""Accumulates :math:`P^\top w = \sum_k w_k p_k`, ``(columns, m)``, over blocks of weights ``(columns, rows)``.
+
+    Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value
+    and the weights' total; :meth:`result` reads each coordinate's sum off the 256 bins once:
+    :math:`\text{scale}\cdot(\sum_k w_k - 2\sum_{k:\ \text{bit set}} w_k)`. Weight vectors are histogrammed
+    two at a time, as the real and imaginary parts of complex weights (``index_add_``: the parts are summed
+    separately, in the same order, at about the cost of one); a last odd one by ``torch.bincount``. Dense
+    blocks add ``w @ rows``. :meth:`scale_` multiplies what has been accumulated (a running shift).
+    """
+
+    def __init__(self, columns: int, m: int, like: torch.Tensor) -> None:
+        self.columns, self.m = columns, m
+        self.dense = like.new_zeros(columns, m)
+        self.pairs: torch.Tensor | None = None  # (columns // 2, groups, 256) complex
+        self.single: torch.Tensor | None = None  # (groups, 256) real, for an odd last column
+        self.total = like.new_zeros(columns)
+        self.main, self.scale = m, 1.0
+
+    def add(
+        self, view: BlockView, weights: torch.Tensor | list[torch.Tensor], totals: torch.Tensor | None = None
+    ) -> None:
+        """Add a block's weights: ``(columns, rows)``, or a list of ``columns`` rows (``totals``: their sums, if known)."""
+        if view.rows is not None:
+            self.dense += (weights if isinstance(weights, torch.Tensor) else torch.stack(weights)) @ view.rows
+            return
+        index = view.byte_index()
+        groups, paired = index.shape[0], self.columns // 2 if weights[0].dtype == torch.float64 else 0
+        if self.pairs is None and self.single is None:
+            self.main, self.scale = view.main, view.scale
+            self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
+            self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
+        for slot in range(paired):
+            both = torch.complex(weights[2 * slot], weights[2 * slot + 1])
             for group in range(groups):
-                hist[head, group] = torch.bincount(index[group], weights=weights[head], minlength=256)
-        bits = BYTE_BITS.to(device=weights.device, dtype=weights.dtype)
-        set_bits = (hist.view(heads, groups, 256) @ bits).reshape(heads, -1)[:, : self.main]
-        main = self.scale * (weights.sum(-1, keepdim=True) - 2 * set_bits)
-        return torch.cat([main, weights.new_zeros(heads, self.m - self.main)], dim=1)
+                self.pairs[slot, group].index_add_(0, index[group], both)
+        for slot in range(self.single.shape[0]):
+            column = weights[2 * paired + slot]
+            for group in range(groups):
+                self.single[slot, group] += torch.bincount(index[group], weights=column, minlength=256)
+        if totals is None:
+            totals = weights.sum(-1) if isinstance(weights, torch.Tensor) else torch.stack([w.sum() for w in weights])
+        self.total += totals
+
+    def scale_(self, factors: torch.Tensor) -> None:
+        """Multiply every column's accumulated sums by its factor ``(columns,)``."""
+        self.dense *= factors.unsqueeze(1)
+        self.total *= factors
+        if self.pairs is not None:
+            parts = torch.view_as_real(self.pairs)  # (pairs, groups, 256, 2)
+            parts *= factors[: 2 * self.pairs.shape[0]].view(-1, 1, 1, 2)
+            self.single *= factors[2 * self.pairs.shape[0] :].view(-1, 1, 1)
+
+    def result(self) -> torch.Tensor:
+        out = self.dense.clone()
+        if self.pairs is not None:
+            groups = self.pairs.shape[1]
+            pairs = torch.view_as_real(self.pairs).permute(0, 3, 1, 2).reshape(-1, groups, 256)
+            hist = torch.cat([pairs, self.single])  # (columns, groups, 256)
+            bits = BYTE_BITS.to(device=hist.device, dtype=hist.dtype)
+            set_bits = (hist @ bits).reshape(self.columns, groups * 8)[:, : self.main]
+            out[:, : self.main] += self.scale * (self.total.unsqueeze(1) - 2 * set_bits)
+        return out
 
 
 #: Blocks with fewer rows than this pair rows per coordinate; larger ones per group of eight coordinates.
@@ -104,13 +254,34 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     :math:`k > (\mu - k) \bmod c`. The involution reverses :math:`[0, \mu]` and
     :math:`[\mu + 1, c)`, so each run keeps its first half and receives the flipped
     mirror image of it in its second half: two slice copies per row, no index tensor.
+    Works on any integer dtype (uint8 bytes, or int32 look-up indices).
     """
     rows = columns.shape[1]
     for column, m in zip(columns, mu.tolist(), strict=True):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
-        column[first : m + 1] = column[:first].flip(0) ^ 255
-        column[m + 1 + second :] = column[m + 1 : m + 1 + second].flip(0) ^ 255
+        torch.bitwise_xor(column[:first].flip(0), 255, out=column[first : m + 1])
+        torch.bitwise_xor(column[m + 1 : m + 1 + second].flip(0), 255, out=column[m + 1 + second :])
     return columns
+
+
+def paired_columns(
+    raw: torch.Tensor, main: int, gen: torch.Generator, balanced: bool, out: torch.Tensor
+) -> torch.Tensor:
+    r"""The packed bytes of a block drawn as ``raw`` ``(rows, groups)``, as columns ``(groups, rows)`` written to ``out``.
+
+    The same bits as :func:`pair_rows` (then the unused bits of the last group cleared), transposed group by
+    group into ``out`` (uint8) and paired there.
+    """
+    rows = raw.shape[0]
+    if balanced and rows < PER_COORDINATE_BELOW:
+        out.copy_(pair_rows(raw, rows, main, gen).t())
+    else:
+        torch.stack(raw.unbind(1), out=out)
+        if balanced:
+            _pair_columns(out, 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1)
+    if main % 8:
+        out[-1] &= (1 << (main % 8)) - 1
+    return out
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:
@@ -118,20 +289,12 @@ def columns(matrix: torch.Tensor) -> torch.Tensor:
     return torch.stack(matrix.unbind(1))
 
 
-def _first_copies(rows: torch.Tensor) -> list[int]:
-    """For each row of ``rows`` ``(heads, n)``, the index of the first row equal to it (itself if none before)."""
-    firsts: list[int] = []
-    for head in range(rows.shape[0]):
-        firsts.append(next((j for j in range(head) if firsts[j] == j and torch.equal(rows[j], rows[head])), head))
-    return firsts
-
-
 def _byte_index(packed: torch.Tensor) -> torch.Tensor:
     """The bytes of a packed block ``(rows, groups)`` as int32 look-up indices, one contiguous row per group."""
     return packed.t().to(torch.int32, memory_format=torch.contiguous_format)
 
 
-def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+def lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Per-group partial sums of the queries over all 256 bit patterns, and the totals.
 
     ``tables[h, j, v] = \sum_{b:\ \text{bit } b \text{ of } v} q_{h, 8j+b}``, so that
@@ -144,4 +307,4 @@ def _lookup_tables(queries: torch.Tensor, scale: float) -> tuple[torch.Tensor, t
     padded[:, :main] = queries
     bits = BYTE_BITS.to(device=queries.device, dtype=queries.dtype)  # (256, 8)
     tables = torch.einsum("vb,hjb->hjv", bits, padded.view(heads, groups, 8))
-    return tables * scale, queries.sum(-1) * scale
+    return (tables * scale).contiguous(), queries.sum(-1) * scale

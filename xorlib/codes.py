@@ -44,7 +44,7 @@ import torch
 
 from ._checks import check_int, check_size, check_tensor
 from ._contract import MAX_D, MAX_M, Array, Between, CodeKind, Device, Items, Seed, config, public
-from ._packed import BlockView, columns, pair_rows
+from ._packed import BlockView, columns, pair_rows, paired_columns
 from ._random import bytes_to_signs, generator, random_bytes
 
 __all__ = ["Codes"]
@@ -200,6 +200,21 @@ class Codes:
         if self.main % 8:
             raw[:, -1] &= (1 << (self.main % 8)) - 1  # unused bits contribute nothing to the products
         return raw
+
+    def _paired_columns(self, block: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The bytes of :meth:`_packed_block` as columns ``(groups, rows)`` uint8, drawn into reused buffers.
+
+        ``words`` (int64) holds at least the block's random words and ``out`` is ``(groups, rows)``; the
+        draws are those of :meth:`_packed_block`, in the same order, so the bits are the same.
+        """
+        start, stop = self._block_range(block)
+        rows, groups = stop - start, (self.main + 7) // 8
+        gen = generator(self.seed, "codes", self.kind, self.d, self.m, block)
+        count = rows * groups
+        words = words[: (count + 7) // 8]
+        torch.randint(-(2**63), 2**63 - 1, words.shape, generator=gen, dtype=torch.int64, out=words)
+        raw = words.view(torch.uint8)[:count].view(rows, groups)
+        return paired_columns(raw, self.main, gen, self.kind == "balanced", out)
 
     def _tail_signs(self) -> torch.Tensor:
         """The ``m`` tail rows of the odd-``d`` layout as signs in {-1, 0, +1}, ``(m, m)`` float64."""

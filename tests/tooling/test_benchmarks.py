@@ -25,7 +25,8 @@ from benchmarks.chapter_times import chapter_paths, time_chapter  # noqa: E402
 from benchmarks.empirical import SMALL_SIZE, draw_samples, empirical_benchmark, sample_floor  # noqa: E402
 from benchmarks.measure import measure_in_subprocess  # noqa: E402
 from benchmarks.suite import SMALL, as_text, codes_benchmark, step_benchmark  # noqa: E402
-from benchmarks.workloads import floor, generate_codes  # noqa: E402
+from benchmarks.workloads import code_bits, floor, generate_codes  # noqa: E402
+from xorlib._random import generator, random_bytes  # noqa: E402
 from xorlib.codes import Codes  # noqa: E402
 
 
@@ -40,6 +41,24 @@ def test_the_floor_is_the_product_of_random_signs_with_the_query() -> None:
     # A sum of m signed entries of q, in any order: within 2 gamma_m sum|q| of each other (tests/_tolerance.py).
     assert_close(scores, (1 - 2 * bits).double() @ q, operations=m, scale=float(q.abs().sum()))
     assert generate_codes(Codes(2**17 + 6)) == 2**17 + 6
+
+
+def test_the_honest_floor_draws_the_codes_bits_with_their_generator() -> None:
+    """code_bits draws what the codes draw, block by block, and nothing else (issue 23)."""
+    codes = Codes(2**17 + 7, seed=3)  # odd: the tail rows are not drawn in blocks
+    assert code_bits(codes) == codes.bulk * ((codes.main + 7) // 8)
+    block = 1
+    start, stop = codes._block_range(block)
+    groups = (codes.main + 7) // 8
+    words = torch.empty(-(-(stop - start) * groups // 8), dtype=torch.int64)
+    drawn = codes._paired_columns(block, words, torch.empty(groups, stop - start, dtype=torch.uint8))
+    gen = generator(codes.seed, "codes", codes.kind, codes.d, codes.m, block)
+    raw = random_bytes(gen, (stop - start) * groups).view(stop - start, groups)
+    assert torch.equal(words.view(torch.uint8)[: raw.numel()].view_as(raw), raw)  # the codes drew these bytes
+    assert torch.equal(
+        drawn.t()[0],
+        raw[0] & torch.tensor([255] * (groups - 1) + [(1 << (codes.main % 8 or 8)) - 1], dtype=torch.uint8),
+    )
 
 
 def test_codes_cost_a_fraction_of_the_floor() -> None:
@@ -87,6 +106,7 @@ def test_a_streamed_step_in_a_fresh_process_stays_in_bounded_memory() -> None:
     found = measure_in_subprocess(2**20, "split", seed=1)
     assert found.success and found.split and found.parameters == 2 * found.m
     assert 0 < found.above_start_gb < 1.0  # (0.1: packed codes and a few score rows)
+    assert found.floor_s > 0 and found.over_floor == found.seconds / found.floor_s and found.old_floor_s is None
     assert found.command == "python -m benchmarks.measure --d 1048576 --heads split --seed 1"
 
 

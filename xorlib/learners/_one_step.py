@@ -22,8 +22,10 @@ Step-size rules, none of which knows the hidden pair:
 
 The population step streams over the positions (:mod:`xorlib._stream`): memory
 :math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
-seed in every pass (or kept, packed, when they fit in 256 MB) and never unpacked to floats. The reported worst case is
-:func:`xorlib.certify.certify_scores`'s certificate for the true pair.
+seed in every pass (or kept, packed, up to 256 MB) and never unpacked to floats; at
+:math:`d = 10^8` a split step reads them three times and a tied step once. The reported worst case is
+:func:`xorlib.certify.certify_scores`'s certificate for the true pair, with the rounding allowance of the
+streamed scores (:func:`xorlib._stream._log_weight_error`).
 """
 
 from __future__ import annotations
@@ -39,18 +41,22 @@ from .._certificate import WorstCase, certificate
 from .._checks import check_pair, check_size
 from .._contract import MAX_D, MAX_SAMPLE_ENTRIES, Between, Device, Heads, Pair, Seed, config, public
 from .._moments import OffPair, deviation_loss
-from .._packed import BlockView
+from .._packed import BlockView, Lookup
 from .._runtime import threads
 from .._samples import chunk_rows, score_gradients
 from .._stream import (
+    NEGLECTED_AT_MOST,
+    CodeSource,
     HeadStats,
+    after_from_candidates,
     after_step,
     code_views,
+    direction_pass,
     head_stats,
     pair_deviations,
-    population_gradient,
     population_loss,
     scores,
+    start_and_gradient,
     top_scores,
 )
 from ..codes import Codes
@@ -64,10 +70,10 @@ KEEP_WEIGHTS = 2**20
 SCAN_POINTS, SCAN_UP_TO = 121, 2**18
 #: Up to this many code entries (d m), a step takes the pair's rows from the dense codes (one generation, memoised).
 SMALL_DENSE = 2**16
-#: The largest score magnitude after a step that float64 certifies: each log-weight is then known to within
-#: ``16 eps (|s| + ln d + 1) < 1/2`` (each weight within a factor 1.65); beyond, the certificate's rounding
-#: allowance grows without bound and its arithmetic overflows (a bound of 10^42, then NaN).
-MAX_CERTIFIED_SCORE = 2.0**47
+#: The largest rounding allowance of a log-weight with which a step is certified: each weight is then known to
+#: within a factor e^(1/2) = 1.65. The allowance (xorlib._stream._log_weight_error) grows with the score
+#: magnitude, about 1e-13 per unit of score: beyond, the certificate's arithmetic would bound nothing useful.
+MAX_LOG_ERROR = 0.5
 #: A step: a rule that chooses it, or a sharpness kappa.
 Step = Literal["certified", "lattice"] | Annotated[float, Between(0.0, 1e12, open_low=True)]
 
@@ -255,9 +261,11 @@ def _gradient(config: StepConfig) -> _Gradient:
     q = model.initial_queries().to(device)
     at_pair = _rows(codes, pair).to(device)
     if config.n is None:
-        views = code_views(codes, device)
-        stats = head_stats(views, q, pair, q @ at_pair.T)
-        grad = population_gradient(views, q, pair, stats, c0, c1)
+        # The tied model's certified rule reads the codes once where they do not all fit
+        # (_after_in_direction_pass): keeping some of them would only cost memory.
+        once = model.tied and config.step == "certified" and d > SCAN_UP_TO and not bool(q.any())
+        views = code_views(codes, device, partial=not once)
+        stats, grad = start_and_gradient(views, q, pair, q @ at_pair.T, c0, c1)
         return _Gradient(views, q, -(d**2 / c1) * grad, stats, at_pair)
     return _empirical_gradients(config, [config.n])[0]
 
@@ -304,16 +312,19 @@ def _run(config: StepConfig, state: _Gradient | None = None) -> StepResult:
     d, c0, c1 = model.d, *model.readout
     state = _gradient(config) if state is None else state
     views, q, direction, stats, at_pair = state.views, state.queries, state.direction, state.stats, state.at_pair
-    kappa, top = _choose_sharpness(config, views, q, direction, stats, at_pair)
-    rule = config.step if isinstance(config.step, str) else "fixed"
-    if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
-        kappa, rule = _lattice_fallback(config), "certified (no gap: lattice step)"
     keep = d <= KEEP_WEIGHTS
-    after = after_step(
-        views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, q @ at_pair.T,
-        direction @ at_pair.T, d, off_pair=True, keep_scores=keep,
-    )  # fmt: skip
-    _refuse_uncertifiable(config, kappa, after.log_error[0], d)
+    rule = config.step if isinstance(config.step, str) else "fixed"
+    after, kappa, top = _after_in_direction_pass(config, state, keep)
+    if after is None:
+        if top is None:
+            kappa, top = _choose_sharpness(config, views, q, direction, stats, at_pair)
+        if not math.isfinite(kappa):  # a tie at the top of a head's direction: nothing certifies, take the lattice step
+            kappa, rule = _lattice_fallback(config), "certified (no gap: lattice step)"
+        after = after_step(
+            views, q, direction, torch.tensor([kappa], dtype=q.dtype, device=device), pair, d, off_pair=True,
+            keep_scores=keep,
+        )  # fmt: skip
+    _refuse_uncertifiable(config, kappa, after)
     q_after = q + kappa * direction
     tied = bool(torch.equal(q_after[0], q_after[1]))
     worst = certificate(
@@ -347,6 +358,64 @@ def _rows(codes: Codes, index: tuple[int, int]) -> torch.Tensor:
     return codes.dense()[list(index)] if codes.d * codes.m <= SMALL_DENSE else codes.rows(list(index))
 
 
+def _after_in_direction_pass(config: StepConfig, state: _Gradient, keep: bool):
+    r"""The certified rule's step and the summaries after it from one pass over the codes, where it applies.
+
+    The rule needs the direction's top entries before it can take its step, so the summaries after the
+    step would need a pass of their own. Instead one pass (:func:`xorlib._stream.direction_pass`) finds
+    the top entries and keeps every position that can matter after any step the rule may take: a lower
+    bound on that step follows from lower bounds on the top entries (those seen so far) and from each
+    head's largest entry, expected at the hidden positions (looked up first, with the pass's arithmetic).
+    The pass checks the expectation; where it fails, or the candidates overflow, the usual pass after the
+    step follows (with the step already known). Used for the tied model where the codes are regenerated (not
+    all kept: a pass then costs their generation). Its step is set by the gap between the pair and the largest
+    other entry, so after it every other position lies far below the top and few remain candidates (0.2% at
+    d = 10^8). The split model's step is set by each head's own gap, often to a position off the pair: there
+    the positions within 50 e-folds after the step are a sixth of all (measured at d = 10^8), and it keeps
+    the separate pass. The step is the rule's own, from the pass's top entries:
+    the pair only tells where to look first. Returns ``(after, kappa, top)``, ``after`` ``None`` when the
+    usual pass is needed (``kappa`` and ``top`` then ``None`` too if this path does not apply).
+    """
+    model, pair, d = config.model, config.pair, config.model.d
+    views, q, direction, stats = state.views, state.queries, state.direction, state.stats
+    applies = model.tied and config.step == "certified" and isinstance(views, CodeSource) and views.codes.packed
+    if not applies or keep or d <= SCAN_UP_TO or views.keeps_all:
+        return None, None, None
+    H = 1 if torch.equal(q[0], q[1]) and torch.equal(direction[0], direction[1]) else 2
+    rows = [views.row_view(position) for position in pair]
+    pair_direction = torch.cat([Lookup(direction[:H])(row) for row in rows], dim=1)  # (H, 2): t at u, v
+    pair_scores = torch.cat([Lookup(q[:H])(row) for row in rows], dim=1)
+    assumed = pair_direction.amax(1)  # each head's largest entry, expected at the pair
+    numerator = math.log((d - 2) / (2 * tied_rest_target(config.epsilon)))
+
+    def kappa_floor(values: torch.Tensor) -> float:
+        """The rule's step is ``numerator / (t(2) - t(3))``, and ``t(2) - t(3) <= t(1) - (a lower bound on t(3))``."""
+        if values.shape[1] < 3 or float(assumed[0] - values[0, 2]) <= 0:
+            return 0.0
+        return numerator / float(assumed[0] - values[0, 2])
+
+    found = direction_pass(views, q, direction, pair, kappa_floor, d)
+    top = found.values.expand(2, -1) if H == 1 else found.values
+    kappa = _rule_kappa(config, top, stats)
+    if not torch.equal(found.values[:, 0], assumed) or not math.isfinite(kappa):
+        return None, kappa, top
+    if found.candidates is None or kappa < found.floor or found.neglected > NEGLECTED_AT_MOST:
+        return None, kappa, top
+    after = after_from_candidates(found, q, direction, kappa, pair, pair_scores, pair_direction, d, views.scale)
+    return after, kappa, top
+
+
+def _rule_kappa(config: StepConfig, values: torch.Tensor, stats: HeadStats) -> float:
+    """The certified rule's step from the direction's top three entries ``(2, 3)`` (``d > SCAN_UP_TO`` for the tied model)."""
+    d, epsilon = config.model.d, config.epsilon
+    if not config.model.tied:
+        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon)
+    gap = float(values[0, 1] - values[0, 2])
+    if gap <= 0:
+        return math.inf
+    return math.log((d - 2) / (2 * tied_rest_target(epsilon))) / gap
+
+
 def _lattice_fallback(config: StepConfig) -> float:
     """The lattice step of the tied rule, for a certified rule that found no gap; refused for codes without a lattice."""
     model = config.model
@@ -360,15 +429,17 @@ def _lattice_fallback(config: StepConfig) -> float:
     return tied_sharpness(model.d, margin_step, config.epsilon)
 
 
-def _refuse_uncertifiable(config: StepConfig, kappa: float, log_error: torch.Tensor, d: int) -> None:
+def _refuse_uncertifiable(config: StepConfig, kappa: float, after) -> None:
     """Refuse a step whose scores float64 cannot certify (the rounding allowance would swamp the certificate)."""
-    biggest = float(log_error.max()) / (16 * torch.finfo(torch.float64).eps) - math.log(d) - 1
-    if not math.isfinite(biggest) or biggest > MAX_CERTIFIED_SCORE:
-        largest = kappa * MAX_CERTIFIED_SCORE / biggest if math.isfinite(biggest) and biggest > 0 else 0.0
+    biggest, allowance = float(after.biggest.max()), float(after.log_error.max())
+    if not math.isfinite(allowance) or not math.isfinite(biggest) or allowance > MAX_LOG_ERROR:
+        fraction = MAX_LOG_ERROR / allowance if math.isfinite(allowance) and allowance > 0 else 0.0
+        largest = kappa * fraction
+        reach = biggest * fraction if math.isfinite(biggest) else 0.0
         how = "the certified rule chose" if isinstance(config.step, str) else "step ="
         raise ValueError(
             f"{how} kappa = {kappa:.3g}, which moves the scores to {biggest:.3g} in magnitude, beyond the "
-            f"{MAX_CERTIFIED_SCORE:.3g} that float64 certifies: steps up to about kappa = {largest:.3g} can be "
+            f"{reach:.3g} that float64 certifies: steps up to about kappa = {largest:.3g} can be "
             f"certified here; lower sigma (now {config.model.sigma:g}) or pass step=kappa with kappa <= "
             f"{min(largest, 1e12):.3g}"
         )
@@ -382,19 +453,16 @@ def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -
     if config.step == "lattice":
         return tied_sharpness(d, model.codes.margin_step, epsilon), None
     values, index = top_scores(views, direction, 3)
-    if not model.tied:
-        return split_step_from_gaps(d, values[:, 0] - values[:, 1], stats.smax - stats.smin, epsilon), values
+    guess = _rule_kappa(config, values, stats)
+    if not model.tied or not math.isfinite(guess) or d > SCAN_UP_TO:
+        return guess, values
     # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
     believed = tuple(sorted(int(i) for i in index[0, :2]))
-    gap = float(values[0, 1] - values[0, 2])
-    if gap <= 0:
-        return math.inf, values
-    guess = math.log((d - 2) / (2 * tied_rest_target(epsilon))) / gap
-    if d > SCAN_UP_TO:
-        return guess, values
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
     rows = _rows(model.codes, believed).to(q.device)
     after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
+
+    after = after_step(views, q, direction, kappas, believed, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
     own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
     meets = torch.nonzero(own <= epsilon)
@@ -422,10 +490,8 @@ def worst_case_curve(config: StepConfig, kappas: tuple[float, ...]) -> WorstCase
     with threads(1):
         state = _gradient(config)
         pair, model = config.pair, config.model
-        scores_at_pair = state.queries @ state.at_pair.T
         after = after_step(
-            state.views, state.queries, state.direction, kappas.to(state.queries.device), pair, scores_at_pair,
-            state.direction @ state.at_pair.T, model.d,
+            state.views, state.queries, state.direction, kappas.to(state.queries.device), pair, model.d
         )  # fmt: skip
         tied = torch.tensor(bool(torch.equal(state.direction[0], state.direction[1])) and model.start == "zero")
         worst = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model)
