@@ -459,9 +459,6 @@ def _choose_sharpness(config: StepConfig, views, q, direction, stats, at_pair) -
     # Tied: the believed pair is the two largest entries; the margin form gives the scale of the scan.
     believed = tuple(sorted(int(i) for i in index[0, :2]))
     kappas = torch.logspace(math.log10(guess) - 3, math.log10(guess) + 1, SCAN_POINTS, dtype=q.dtype)
-    rows = _rows(model.codes, believed).to(q.device)
-    after = after_step(views, q, direction, kappas, believed, q @ rows.T, direction @ rows.T, d, top=False)
-
     after = after_step(views, q, direction, kappas, believed, d, top=False)
     tied = torch.tensor(bool(torch.equal(direction[0], direction[1])))
     own = certificate(after.log_weight_u, after.log_weight_v, after.log_rest, after.log_error, tied, model).upper
