@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 # jupyter-book build, reading (so executing) BOOK_JOBS chapters at once (tools/jb_build.py: JB 1 has no -j).
 BOOK_JOBS ?= 2
-JB_BUILD := XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
+# Each chapter's kernel on one torch thread (BOOK_JOBS kernels share the cores; the book's numbers do not depend on it).
+JB_BUILD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
 
 .PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
@@ -52,8 +53,12 @@ format: env
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The unit tests in TEST_JOBS processes (pytest-xdist), each on one torch thread: with the book building beside
+# them, more threads than cores only spin (OpenMP's idle threads wait busily), which cost a third of the time.
+TEST_JOBS ?= 2
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 unit: env
-	$(BIN)/python -m pytest -m "not book and not notebooks and not lab"
+	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab"
 
 # The checks of the built book: the browser at 1280 px (with the downloads' buttons), the browser at 390 px (with the
 # static checks of the pages and the PDF), and JupyterLab with the downloads run in fresh environments, each its
@@ -66,18 +71,23 @@ book-browser-390: env
 	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "not 1280 and not offers and not screenshots"
 
 book-lab: env
-	$(BIN)/python -m pytest -q -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_BROWSER))
+	$(ONE_THREAD) $(BIN)/python -m pytest -q -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_BROWSER))
 
 book-tests: env
 	$(MAKE) -j2 book-lab book-browser-1280
 	$(MAKE) book-browser-390
 
-# The unit tests and the book build run side by side (two cores); then the PDF beside JupyterLab's checks, then the
-# browser's checks at both widths side by side.
+# The unit tests and the book build run side by side (two cores); then two lanes of checks of the built book: the PDF
+# and the browser at 390 px (which reads the PDF), beside JupyterLab and the browser at 1280 px.
 test: lint
 	$(MAKE) -j2 unit book LARGE_D=0
-	$(MAKE) -j2 pdf book-lab
-	$(MAKE) -j2 book-browser-1280 book-browser-390
+	$(MAKE) -j2 checks-pdf-390 checks-lab-1280
+
+.PHONY: checks-pdf-390 checks-lab-1280
+checks-pdf-390: pdf
+	$(MAKE) book-browser-390
+checks-lab-1280: book-lab
+	$(MAKE) book-browser-1280
 
 clean:
 	rm -rf _build .cache
