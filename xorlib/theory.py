@@ -690,7 +690,9 @@ def _split_apriori_closed_form(d: int, delta: float, lam_ratio: float = 2.0) -> 
     return max(math.ceil(16 * a**2 * math.log(8 * (3 * d - 2) / delta)), math.ceil(8 * a / delta))
 
 
-def _split_apriori_threshold(d: int, sigma: float = 1.0, delta: float = 0.1, lam_ratio: float = 2.0) -> int:
+def _split_apriori_threshold(
+    d: int, sigma: float = 1.0, delta: float = 0.1, lam_ratio: float = 2.0, margin: float = 0.0
+) -> int:
     r"""The least code dimension :math:`m_0` such that ``cor-split-apriori`` gives :math:`\Gamma > 0` at every :math:`m \ge m_0`.
 
     For balanced sign codes with :math:`\lambda = \|P\|^2 \le a\,d/m` (``lam_ratio`` :math:`= a \in [1, 8]`;
@@ -700,6 +702,8 @@ def _split_apriori_threshold(d: int, sigma: float = 1.0, delta: float = 0.1, lam
     every :math:`m \ge` :func:`_split_apriori_closed_form` (for :math:`\sigma \le 1`);
     below that this function checks each :math:`m` and returns one more than the largest :math:`m` at
     which the bound is not positive. ``sigma`` in :math:`(0, 1]`, ``delta`` in :math:`[10^{-3}, 1)`.
+    ``margin`` :math:`\in [0, 4]` assumes :math:`\gamma \ge \max(4/m, \text{margin})` instead of the lattice step
+    alone (the bound only grows with :math:`\gamma`, so the closed form still caps the search).
 
     Examples
     --------
@@ -712,9 +716,10 @@ def _split_apriori_threshold(d: int, sigma: float = 1.0, delta: float = 0.1, lam
     if delta == 1.0:
         raise ValueError(f"delta must be in [0.001, 1), got {delta}")
     lam_ratio = check_float("lam_ratio", lam_ratio, minimum=1.0, maximum=8.0)
+    margin = check_float("margin", margin, minimum=0.0, maximum=4.0)
     top = _split_apriori_closed_form(d, delta, lam_ratio)
     for m in range(top - 1, 0, -1):
-        if _split_apriori(d, m, sigma, delta, lam_ratio * d / m, 0.5, 4 / m).gap <= 0:
+        if _split_apriori(d, m, sigma, delta, lam_ratio * d / m, 0.5, max(4 / m, margin)).gap <= 0:
             return m + 1
     return 1
 

@@ -95,7 +95,8 @@ def test_the_closed_form_implies_the_line_by_line_bound() -> None:
         for m in (top, top + 1, int(top * (1 + 9 * u[4]))):
             assert theory._split_apriori(d, m, sigma, delta, a * d / m, 0.5, 4 / m).gap > 0
     for d in (10**3, 10**6, 10**9):
-        assert theory._split_apriori_threshold(d) <= theory._split_apriori_closed_form(d, 0.1)
+        least = theory._split_apriori_threshold(d)
+        assert theory._split_apriori_threshold(d, margin=0.25) < least <= theory._split_apriori_closed_form(d, 0.1)
 
 
 @pytest.mark.parametrize(
@@ -110,10 +111,12 @@ def test_the_closed_form_implies_the_line_by_line_bound() -> None:
         ({"delta": math.nan}, "delta"),
         ({"lam_ratio": 0.5}, "lam_ratio"),
         ({"lam_ratio": 9.0}, "lam_ratio"),
+        ({"margin": -0.1}, "margin"),
+        ({"margin": 4.5}, "margin"),
     ],
 )
 def test_the_threshold_rejects_bad_input_by_name(kwargs: dict, name: str) -> None:
-    arguments = {"d": 1000, "sigma": 1.0, "delta": 0.1, "lam_ratio": 2.0} | kwargs
+    arguments = {"d": 1000, "sigma": 1.0, "delta": 0.1, "lam_ratio": 2.0, "margin": 0.0} | kwargs
     error = TypeError if isinstance(arguments["d"], float) else ValueError
     with pytest.raises(error, match=rf"^{name}\b"):
         theory._split_apriori_threshold(**arguments)
