@@ -16,7 +16,7 @@ import torch
 
 from ._certificate import log_weights
 from ._certificate import tied_worst_case as _tied_worst_case
-from ._checks import check_pair, check_tensor
+from ._checks import check_float, check_int, check_pair, check_tensor
 from ._contract import MAX_FORMULA_D, MAX_M, Array, Between, Pair, public
 
 __all__ = [
@@ -605,6 +605,123 @@ def _split_bounds(
     gap = min(slope * lean - pair_noise, margin - margin_noise)  # Gamma
     kappa = (2 * r + math.log((d - 1) / split_rest_target(epsilon))) / gap if gap > 0 else math.inf
     return _SplitBounds(r, vbar, lean, slope, phi / d, chaos, pair_noise, margin, margin_noise, even, gap, kappa)
+
+
+class _SplitApriori(NamedTuple):
+    r"""A-priori bounds on the lines of :class:`_SplitBounds` (``cor-split-apriori``, chapter 3), from
+    :math:`(d, m, \sigma, \delta)` and three code statistics.
+
+    ``slope`` bounds :math:`\vartheta` below; ``lean`` is :math:`x_\delta/|e|` and ``pair_noise`` bounds
+    :math:`\epsilon^{\text{pair}}_\delta/|e|` above, so ``pair`` :math:`=` ``slope * lean - pair_noise`` bounds
+    :math:`(\vartheta x_\delta - \epsilon^{\text{pair}}_\delta)/|e|` below; ``margin`` bounds :math:`\gamma_\delta`
+    below and ``margin_noise`` bounds :math:`\epsilon^{\text{marg}}_\delta` above; ``gap`` bounds :math:`\Gamma` below.
+    """
+
+    r: float
+    slope: float
+    lean: float
+    pair_noise: float
+    pair: float
+    margin: float
+    margin_noise: float
+    gap: float
+
+
+def _split_apriori(d: int, m: int, sigma: float, delta: float, lam: float, rho: float, gamma: float) -> _SplitApriori:
+    r"""Lower bounds on :math:`\Gamma` of ``thm-split`` from :math:`(d, m, \sigma, \delta)` and three code statistics.
+
+    For balanced sign codes (entries :math:`\pm1/\sqrt m`) with :math:`\|P\|^2 \le` ``lam``,
+    :math:`\langle p_u, p_v\rangle \le` ``rho`` :math:`< 1` and tied margin :math:`\ge` ``gamma``
+    :math:`> 0`, every line of :func:`_split_bounds` is bounded by the same line with the code terms
+    replaced by (``cor-split-apriori``, chapter 3; :math:`\kappa = c^2\tau^2`)
+
+    .. math::
+
+        c_\parallel \le \lambda, \quad |w_\perp| \le \tfrac\lambda2|e|, \quad
+        V_{|c|} \le e^{\kappa}(e^{\kappa} - 1 - \kappa)\lambda^2|e|^2, \quad V_4 \le 96\lambda d, \quad
+        \varpi \le 2\sqrt\lambda, \quad \varpi' \le 2\lambda, \quad \iota = 0,
+
+    and :math:`\min(2, |e|) \le 2`, :math:`|e|^2 = 2 - 2\rho \ge 2 - 2\bar\rho`. The pair lines scale with
+    :math:`|e|`, so they are bounded per unit :math:`|e|`; ``gap`` is then a lower bound on :math:`\Gamma`.
+    """
+    tau = sigma / math.sqrt(m)
+    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta, as in _split_bounds
+    ell = math.log(16 / delta)
+    q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)
+    vbar = min(r**2, lam * q_sq / d)  # the largest mean square the codes allow
+    m_max = 1 + _cexp(r) * vbar
+    k_min = 1 / m_max**2
+    hat_max = 1 + 4 * _cexp(2 * r) * vbar
+    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(2 * r)  # min(2, |e|) <= 2
+    lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
+    lam_abs = max(abs(lam_lo), abs(lam_hi), 1 - 2 / d)  # Lambda* (every Lambda lies in [lam_lo, lam_hi])
+    grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
+    # |phi_1|: the end at h-bar is negative and falls with vbar; the other end lies between its value at
+    # vbar = 0 and at the largest vbar (Lambda-bar >= 1 - 2/d, M-bar >= 1).
+    low_end = (1 - 2 / d) * grow - 2 * grow_2
+    phi = max(2 * grow_2 * hat_max - lam_lo * grow, abs(low_end), abs(lam_hi * grow - 2 * grow_2 / m_max))
+    phi_0 = max(2 * hat_max - lam_lo, abs(1 - 2 / d - 2), abs(lam_hi - 2 / m_max))
+    cheb = [  # T_1/|e|, T_2/|e|: V <= e^kappa (e^kappa - 1 - kappa) lam^2 |e|^2
+        math.sqrt(16 * math.exp(k) * (math.expm1(k) - k) * lam**2 / delta) for k in (tau**2, 4 * tau**2)
+    ]
+    chaos = (lam_abs * cheb[0] + hat_max * cheb[1]) / d
+    slope = 2 * k_min * (1 - rho) - phi * lam / d  # c_par <= lam
+    lean = (delta / 2) * math.sqrt(math.pi / 2) * tau  # x_delta / |e|
+    pair_noise = chaos + phi * tau * (lam / 2) * math.sqrt(2 / math.pi) / d  # |w_perp| <= lam |e| / 2
+    pair = slope * lean - pair_noise
+    margin = k_min * gamma
+    rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)
+    fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * 96 * lam * d / delta)))
+    margin_noise = (phi_0 * 2 * lam * r + 2 * math.sqrt(lam) * rem * math.sqrt(fourth)) / d
+    pair_gap = pair * (math.sqrt(2 - 2 * rho) if pair > 0 else 2.0)  # |e| in [sqrt(2 - 2 rho), 2]
+    gap = min(pair_gap, margin - margin_noise)
+    return _SplitApriori(r, slope, lean, pair_noise, pair, margin, margin_noise, gap)
+
+
+def _split_apriori_closed_form(d: int, delta: float, lam_ratio: float = 2.0) -> int:
+    r"""The code dimension from which ``cor-split-apriori`` proves :math:`\Gamma > 0` in closed form.
+
+    With :math:`\bar a = \max(a, 2)` for :math:`\lambda \le a\,d/m`:
+    :math:`\max\bigl(\lceil 16\bar a^2\ln(8(3d-2)/\delta)\rceil, \lceil 8\bar a/\delta\rceil\bigr)`, that is
+    :math:`m \ge 64\ln(8(3d-2)/\delta)` and :math:`m\delta \ge 16` for :math:`a \le 2` (and :math:`\sigma \le 1`,
+    :math:`\rho \le \tfrac12`, :math:`\gamma > 0`).
+    """
+    a = max(lam_ratio, 2.0)
+    return max(math.ceil(16 * a**2 * math.log(8 * (3 * d - 2) / delta)), math.ceil(8 * a / delta))
+
+
+def _split_apriori_threshold(
+    d: int, sigma: float = 1.0, delta: float = 0.1, lam_ratio: float = 2.0, margin: float = 0.0
+) -> int:
+    r"""The least code dimension :math:`m_0` such that ``cor-split-apriori`` gives :math:`\Gamma > 0` at every :math:`m \ge m_0`.
+
+    For balanced sign codes with :math:`\lambda = \|P\|^2 \le a\,d/m` (``lam_ratio`` :math:`= a \in [1, 8]`;
+    :math:`\lambda \ge d/m` always), :math:`\rho = \langle p_u, p_v\rangle \le \tfrac12` and a positive tied margin
+    (so :math:`\gamma \ge 4/m`, ``lem-lattice``), :func:`_split_apriori` with these worst cases is a lower bound
+    on the computed :math:`\Gamma` of ``thm-split``. The closed form of the corollary proves it positive for
+    every :math:`m \ge` :func:`_split_apriori_closed_form` (for :math:`\sigma \le 1`);
+    below that this function checks each :math:`m` and returns one more than the largest :math:`m` at
+    which the bound is not positive. ``sigma`` in :math:`(0, 1]`, ``delta`` in :math:`[10^{-3}, 1)`.
+    ``margin`` :math:`\in [0, 4]` assumes :math:`\gamma \ge \max(4/m, \text{margin})` instead of the lattice step
+    alone (the bound only grows with :math:`\gamma`, so the closed form still caps the search).
+
+    Examples
+    --------
+    >>> _split_apriori_threshold(1000) <= _split_apriori_closed_form(1000, 0.1)
+    True
+    """
+    d = check_int("d", d, minimum=4, maximum=MAX_FORMULA_D)
+    sigma = check_float("sigma", sigma, minimum=0.0, maximum=1.0, strict_minimum=True)
+    delta = check_float("delta", delta, minimum=1e-3, maximum=1.0)
+    if delta == 1.0:
+        raise ValueError(f"delta must be in [0.001, 1), got {delta}")
+    lam_ratio = check_float("lam_ratio", lam_ratio, minimum=1.0, maximum=8.0)
+    margin = check_float("margin", margin, minimum=0.0, maximum=4.0)
+    top = _split_apriori_closed_form(d, delta, lam_ratio)
+    for m in range(top - 1, 0, -1):
+        if _split_apriori(d, m, sigma, delta, lam_ratio * d / m, 0.5, max(4 / m, margin)).gap <= 0:
+            return m + 1
+    return 1
 
 
 class _SplitMeasured(NamedTuple):
