@@ -48,7 +48,7 @@ CLAIMS = (
           "proved (conditional)", "03_split_heads", "thm-split", "One step splits the heads",
           "tests/core/test_theory.py::test_split_theorem_covers_sigma_1_at_the_default_m_at_d_4096"),
     Claim("... a priori, with no computation over the codes, at σ ≤ 1 and m ≥ max(64 ln(8(3d − 2)/δ), 16/δ), for codes with "
-          "‖P‖² ≤ 2d/m (observed, not proved)", "split", "proved (conditional)", "03_split_heads", "cor-split-apriori",
+          "‖P‖² ≤ 2d/m (with probability ≥ 1 − δ_c once d ≥ 4m² ln(m²/δ_c): from d = 10⁷ at the least m; observed below)", "split", "proved (conditional)", "03_split_heads", "cor-split-apriori",
           "The split step, a priori", "tests/core/test_split_apriori.py::test_the_closed_form_implies_the_line_by_line_bound"),
     Claim("... at the default start scale σ = 1, d from 16 to 10⁶", "split", "observed", "04_one_step_across_d",
           "ch-across-d", "One step across d", "tests/learners/test_one_step.py::test_split_heads_split_on_every_one_of_20_draws_at_d_64"),

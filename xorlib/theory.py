@@ -724,6 +724,36 @@ def _split_apriori_threshold(
     return 1
 
 
+def _code_spectrum_bound(d: int, m: int, delta_codes: float) -> float:
+    r"""A bound on :math:`\lambda = \|P\|^2` of balanced sign codes (even :math:`d`) that holds with probability :math:`\ge 1 - \delta_c`.
+
+    ``lem-code-spectrum`` (chapter 3): with probability at least :math:`1 - \delta_c` over the codes every
+    off-diagonal entry of :math:`P^\top P` is at most :math:`t/m` in size, with
+    :math:`t = 2\sqrt{d\ln(m(m-1)/\delta_c)}` (Hoeffding, given the pairings), and then, by Gershgorin,
+
+    .. math::
+
+        \lambda \le \frac dm + \frac{m-1}m\,t .
+
+    So :math:`\lambda \le 2d/m` once :math:`d \ge 4m^2\ln(m(m-1)/\delta_c)`. ``d`` even in
+    :math:`[4, 10^{12}]`, ``m`` in :math:`[2, 4096]`, ``delta_codes`` in :math:`(0, 1)`.
+
+    Examples
+    --------
+    >>> _code_spectrum_bound(10**8, 369, 0.01) <= 2 * 10**8 / 369
+    True
+    """
+    d = check_int("d", d, minimum=4, maximum=MAX_FORMULA_D)
+    if d % 2:
+        raise ValueError(f"d must be even (the lemma is for balanced codes of even d), got {d}")
+    m = check_int("m", m, minimum=2, maximum=MAX_M)
+    delta_codes = check_float("delta_codes", delta_codes)
+    if not 0.0 < delta_codes < 1.0:
+        raise ValueError(f"delta_codes must be in (0, 1), got {delta_codes}")
+    entry = 2 * math.sqrt(d * math.log(m * (m - 1) / delta_codes))  # t: m times the largest off-diagonal entry
+    return d / m + (m - 1) / m * entry
+
+
 class _SplitMeasured(NamedTuple):
     r"""The measured counterparts of :class:`_SplitBounds` at one start: :math:`\|s\|_\infty`, :math:`\tfrac1d|s|^2`,
     :math:`|\Delta|`, :math:`|\langle w_\perp, q\rangle|`, the smaller gap of the two heads between their target and the other hidden bit, the smaller

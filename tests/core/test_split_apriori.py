@@ -120,3 +120,40 @@ def test_the_threshold_rejects_bad_input_by_name(kwargs: dict, name: str) -> Non
     error = TypeError if isinstance(arguments["d"], float) else ValueError
     with pytest.raises(error, match=rf"^{name}\b"):
         theory._split_apriori_threshold(**arguments)
+
+
+@pytest.mark.parametrize(("d", "m", "seed"), [(4096, 16, 1), (4096, 64, 2), (65536, 32, 3), (65536, 96, 4)])
+def test_the_codes_off_diagonal_gram_entries_and_spectrum_are_within_the_lemma(d: int, m: int, seed: int) -> None:
+    """lem-code-spectrum: |(P^T P)_ij| <= t/m off the diagonal and lambda <= d/m + (m - 1) t/m, at delta_c = 0.01
+    (a fixed draw: the lemma allows a failure on 1 % of draws; these draws are well inside)."""
+    codes = Codes(d, m, seed=seed).dense()
+    gram = codes.T @ codes
+    t = 2 * math.sqrt(d * math.log(m * (m - 1) / 0.01))
+    off = (gram - torch.diag(torch.diag(gram))).abs().max().item()
+    assert torch.allclose(torch.diag(gram), torch.full((m,), d / m, dtype=gram.dtype))
+    assert off <= t / m
+    assert torch.linalg.eigvalsh(gram)[-1].item() <= theory._code_spectrum_bound(d, m, 0.01)
+
+
+def test_the_spectrum_bound_gives_two_d_over_m_exactly_where_the_lemma_says() -> None:
+    for d, m in [(10**7, 347), (10**8, 369), (10**6, 324), (4096, 8)]:
+        need = 4 * m**2 * math.log(m * (m - 1) / 0.01)
+        if d >= need:
+            assert theory._code_spectrum_bound(d, m, 0.01) <= 2 * d / m
+    assert theory._code_spectrum_bound(10**6, 324, 0.01) > 2 * 10**6 / 324  # the lemma is silent there
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        ((5, 8, 0.1), "d"),
+        ((8, 1, 0.1), "m"),
+        ((8, 4, 0.0), "delta_codes"),
+        ((8, 4, 1.0), "delta_codes"),
+        ((8, 4, float("nan")), "delta_codes"),
+        ((8.0, 4, 0.1), "d"),
+    ],
+)
+def test_the_spectrum_bound_rejects_bad_input_by_name(args: tuple, name: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=name):
+        theory._code_spectrum_bound(*args)
