@@ -60,15 +60,15 @@ ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 unit: env
 	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab"
 
-# The checks of the built book: the browser at 1280 px (with the downloads' buttons), the browser at 390 px (with the
+# The checks of the built book: the browser at 1280 px, the browser at 390 px (with the downloads' buttons and the
 # static checks of the pages and the PDF), and JupyterLab with the downloads run in fresh environments, each its
 # own process so that two run side by side. `make screenshots` saves every page at both widths.
 BOOK_BROWSER := tests/book/test_browser.py tests/book/test_rendered_text.py tests/book/test_pdf.py
 book-browser-1280: env
-	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "1280 or offers"
+	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "1280"
 
 book-browser-390: env
-	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "not 1280 and not offers and not screenshots"
+	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "not 1280 and not screenshots"
 
 book-lab: env
 	$(ONE_THREAD) $(BIN)/python -m pytest -q -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_BROWSER))
