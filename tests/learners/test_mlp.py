@@ -84,6 +84,19 @@ def test_min_margin_is_the_smallest_margin_over_all_inputs() -> None:
     assert bool((min_margin(params, pairs, samples=4096, seed=1) >= direct - slack).all())
 
 
+def test_min_margin_may_stop_once_every_network_is_at_most_a_level() -> None:
+    """``stop_at`` (chapter 7's snapshots): every criterion at a level >= stop_at is decided as by the minimum."""
+    pairs = [(0, 3), (2, 7), (1, 4)]
+    untrained = init_mlp(16, 16, models=3, seed=4)  # 2^16 inputs: four chunks
+    exact, early = min_margin(untrained, pairs), min_margin(untrained, pairs, stop_at=0.0)
+    assert bool((exact <= early).all()) and bool((early <= 0.0).all())  # stopped: a margin some input has
+    sampled = min_margin(untrained, pairs, samples=9000, seed=1)
+    assert bool((sampled <= min_margin(untrained, pairs, samples=9000, seed=1, stop_at=0.0)).all())
+    run = train_mlp(MLPConfig(8, width=32, lr=0.1, max_steps=3000), [(1, 5), (2, 6)], seed=0)
+    assert bool((min_margin(run.params, run.pairs) > 0).all())  # not every network is <= 0: it reads every input
+    assert torch.equal(min_margin(run.params, run.pairs, stop_at=0.0), min_margin(run.params, run.pairs))
+
+
 def test_snapshots_follow_the_same_run_as_train_mlp() -> None:
     config = MLPConfig(8, lr=0.01, max_steps=50)  # too slow to succeed (and be frozen) within 50 steps
     run = train_mlp(config, [(1, 5)], seed=7)

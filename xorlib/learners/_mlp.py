@@ -338,7 +338,12 @@ def mlp_snapshots(
 
 
 def min_margin(
-    params: MLPParams, pairs: Sequence[tuple[int, int]], *, samples: int | None = None, seed: int = 0
+    params: MLPParams,
+    pairs: Sequence[tuple[int, int]],
+    *,
+    samples: int | None = None,
+    seed: int = 0,
+    stop_at: float | None = None,
 ) -> torch.Tensor:
     r"""Each network's smallest margin :math:`\min_x y(x) f(x)`, shape ``(M,)``.
 
@@ -346,6 +351,9 @@ def min_margin(
     Otherwise over ``samples`` fresh inputs of the stream ``(seed, k)``: an
     estimate, not a certificate. The hinge loss is below :math:`\varepsilon` on every
     input iff the margin exceeds :math:`1 - \varepsilon`; every sign is right iff it is positive.
+    ``stop_at``: stop after the chunk of inputs at which every network's smallest margin so far is at most
+    ``stop_at``; each entry is then a margin some input has, at most ``stop_at`` (so whether the smallest margin
+    exceeds any level at least ``stop_at`` is decided exactly), and the inputs not reached are not checked.
     """
     models, _, d = params.first.shape
     index = _pair_index(pairs)
@@ -363,6 +371,8 @@ def min_margin(
         for x in chunks:
             margin = _labels(x, index.to(x.device)) * _forward(params, x)[2]
             smallest = torch.minimum(smallest, margin.amin(-1))
+            if stop_at is not None and bool((smallest <= stop_at).all()):
+                break
     if not bool(torch.isfinite(smallest).all()):
         raise DivergenceError("the networks' outputs are NaN or infinite: their parameters diverged")
     return smallest
