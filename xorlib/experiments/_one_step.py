@@ -379,7 +379,7 @@ class SplitOnTiesPlan:
     epsilon: Epsilon = 1e-6
 
 
-@experiment("split_on_ties", book=SplitOnTiesPlan(), full=SplitOnTiesPlan(draws=20_000), full_minutes=0.2)
+@experiment("split_on_ties", book=SplitOnTiesPlan(), full=SplitOnTiesPlan(draws=5000), full_minutes=0.1)
 def split_on_ties(plan: SplitOnTiesPlan) -> SplitOnTies:
     """Whether the split model needs the tied margin: its one step on draws with a tie and on draws without.
 
