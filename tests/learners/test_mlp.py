@@ -6,9 +6,15 @@ import pytest
 import torch
 from _tolerance import assert_close, gamma
 
+from xorlib._random import generator
 from xorlib.learners._mlp import (
+    BARAK_EVAL_N,
     MLPConfig,
     MLPParams,
+    _all_correct,
+    _forward,
+    _fresh,
+    _labels,
     hinge_gradients,
     init_mlp,
     min_margin,
@@ -82,6 +88,39 @@ def test_min_margin_is_the_smallest_margin_over_all_inputs() -> None:
     # a sample's min is >= the true min, up to the float32 rounding of outputs of size <= W = 16 (sums of W + d terms)
     slack = 2 * gamma(16 + 8, torch.float32) * 16
     assert bool((min_margin(params, pairs, samples=4096, seed=1) >= direct - slack).all())
+
+
+def test_min_margin_may_stop_once_every_network_is_at_most_a_level() -> None:
+    """``stop_at`` (chapter 7's snapshots): every criterion at a level >= stop_at is decided as by the minimum."""
+    pairs = [(0, 3), (2, 7), (1, 4)]
+    untrained = init_mlp(16, 16, models=3, seed=4)  # 2^16 inputs: four chunks
+    exact, early = min_margin(untrained, pairs), min_margin(untrained, pairs, stop_at=0.0)
+    assert bool((exact <= early).all()) and bool((early <= 0.0).all())  # stopped: a margin some input has
+    sampled = min_margin(untrained, pairs, samples=9000, seed=1)
+    assert bool((sampled <= min_margin(untrained, pairs, samples=9000, seed=1, stop_at=0.0)).all())
+    run = train_mlp(MLPConfig(8, width=32, lr=0.1, max_steps=3000), [(1, 5), (2, 6)], seed=0)
+    assert bool((min_margin(run.params, run.pairs) > 0).all())  # not every network is <= 0: it reads every input
+    assert torch.equal(min_margin(run.params, run.pairs, stop_at=0.0), min_margin(run.params, run.pairs))
+
+
+def test_the_success_test_in_chunks_is_the_test_on_all_inputs_at_once() -> None:
+    """The fresh test reads its inputs in chunks and stops at the first wrong sign: each output is the same bits as
+    in one product over all the inputs, so the verdict is the same (and so is every run of train_mlp)."""
+    verdicts = set()
+    for d in (10, 30):
+        untrained = init_mlp(d, 128, models=2, seed=1)
+        run = train_mlp(MLPConfig(d, lr=1.0, max_steps=400), [(1, 5), (0, 7)], seed=3)
+        for params in (untrained, run.params):
+            one = MLPParams(*(p[:1] for p in params))
+            x = _fresh([generator(0, "test-chunks", d)], BARAK_EVAL_N, d, torch.float32)
+            whole = _forward(one, x)[2]
+            chunks = torch.cat([_forward(one, x[:, s : s + 1000])[2] for s in range(0, x.shape[1], 1000)], dim=1)
+            assert torch.equal(whole, chunks)
+            index = torch.tensor([[1, 5]])
+            verdict = _all_correct(one, x, index)
+            assert verdict == bool((_labels(x, index) * whole > 0).all())
+            verdicts.add(verdict)
+    assert verdicts == {True, False}
 
 
 def test_snapshots_follow_the_same_run_as_train_mlp() -> None:

@@ -233,7 +233,10 @@ def same_criterion(plan: SameCriterionPlan) -> SameCriterionResult:
         steps = sorted({max(1, n // config.batch) for n in grid})
         snaps = mlp_snapshots(config, pairs, steps, seed=seed)
         samples = None if d <= EXACT_D else BARAK_EVAL_N
-        margins = np.array([min_margin(p, pairs, samples=samples, seed=seed).numpy() for p in snaps.params])  # (S, T)
+        # (S, T); a snapshot whose every network has a margin <= 0 fails both criteria: no need to read on
+        margins = np.array(
+            [min_margin(p, pairs, samples=samples, seed=seed, stop_at=0.0).numpy() for p in snaps.params]
+        )
         n_mlp = tuple(s * config.batch for s in steps)
         for criterion, level in (("loss", 1 - EPSILON), ("sign", 0.0)):
             fraction = tuple(float(v) for v in (margins > level).mean(1))

@@ -9,10 +9,14 @@ rules have no tuned constants; the default start scale is the conventional
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Annotated
 
+import torch
+
+from .._certificate import certificate, log_weights
 from .._contract import MAX_D, Between, Items, Seed, config, public
 from .._moments import population_objective
 from .._runtime import progress
@@ -20,7 +24,7 @@ from ..codes import Codes
 from ..learners._one_step import StepConfig, StepResult, one_step, take_steps, worst_case_curve
 from ..model import ModelConfig
 from ..task import random_pair
-from ..theory import split_probability_first_order, tie_probability_bound, tied_margin
+from ..theory import split_probability_first_order, split_rest_target, tie_probability_bound, tied_margin
 from ._registry import experiment
 
 HEADS = ("tied", "split")
@@ -349,3 +353,108 @@ def sigma_sweep(plan: SigmaSweepPlan) -> SigmaSweep:
         successes.append(sum(r.split and r.success for r in results))
         kappas.append(statistics.median(r.kappa for r in results))
     return SigmaSweep(d, draws, tuple(plan.sigmas), tuple(successes), tuple(kappas))
+
+
+@dataclass(frozen=True)
+class SplitOnTies:
+    """The split model's one step on many draws at one small ``d``: the seeds of the draws with and without a tie
+    of the tied margin, and of those on which the step fails (certified worst case above ``epsilon``)."""
+
+    d: int
+    epsilon: float
+    tie: tuple[int, ...]
+    tie_failed: tuple[int, ...]
+    no_tie: tuple[int, ...]
+    no_tie_failed: tuple[int, ...]
+    recomputed: int  # draws near a threshold, taken by one_step itself (see _split_successes)
+
+
+@config
+class SplitOnTiesPlan:
+    """One small ``d`` (dense codes, up to 1024), draws (at most 10^5) from ``first_seed``, the target ``epsilon``."""
+
+    d: Annotated[int, Between(4, 1024)] = 16
+    draws: Annotated[int, Between(1, 10**5)] = 2000
+    first_seed: Seed = 1000
+    epsilon: Epsilon = 1e-6
+
+
+@experiment("split_on_ties", book=SplitOnTiesPlan(), full=SplitOnTiesPlan(draws=5000), full_minutes=0.1)
+def split_on_ties(plan: SplitOnTiesPlan) -> SplitOnTies:
+    """Whether the split model needs the tied margin: its one step on draws with a tie and on draws without.
+
+    Draw ``s`` is ``one_step(d, "split", seed=s)`` (its success from :func:`_split_successes`: the same outcome,
+    for all the draws at once); it has a tie when its tied margin (:func:`xorlib.theory.tied_margin`) is zero.
+    """
+    d, seeds = plan.d, range(plan.first_seed, plan.first_seed + plan.draws)
+    ties, success, recomputed = _split_successes(d, seeds, plan.epsilon)
+    tie = dict(zip(seeds, ties, strict=True))
+    failed = {s for s, ok in zip(seeds, success, strict=True) if not ok}
+    return SplitOnTies(
+        d=d,
+        epsilon=plan.epsilon,
+        tie=tuple(s for s in seeds if tie[s]),
+        tie_failed=tuple(s for s in seeds if tie[s] and s in failed),
+        no_tie=tuple(s for s in seeds if not tie[s]),
+        no_tie_failed=tuple(s for s in seeds if not tie[s] and s in failed),
+        recomputed=recomputed,
+    )
+
+
+#: A draw whose batched worst case is within this factor of epsilon (either side) is taken by one_step itself.
+_CLEAR_BY = 10.0
+#: ... and so is one whose direction's top two entries are this close, relative to its largest entry.
+_GAP_AT_LEAST = 1e-6
+
+
+def _split_successes(d: int, seeds: range, epsilon: float) -> tuple[list[bool], list[bool], int]:
+    r"""For every seed, whether its draw has a tie and ``one_step(d, "split", seed=s).success``; and how many
+    draws were taken by ``one_step`` itself.
+
+    The same step, on dense codes (``d m`` small) and many draws at once: the population gradient
+    (:func:`xorlib._moments.population_objective`) at the antisymmetric start, the self-certified step
+    :func:`xorlib.theory.split_step_from_gaps` of each head's direction, and the certificate
+    (:func:`xorlib._certificate.certificate`) of the scores after it. Each draw's positions are reordered so
+    that its pair comes first, so all share one pair. It differs from :func:`xorlib.one_step` only in the
+    order of its sums (streamed passes there, dense products here): relative differences below
+    :math:`10^{-7}` in the step and in the worst case at :math:`d = 16`. Where that could change the
+    outcome, because the worst case is within a factor :data:`_CLEAR_BY` of ``epsilon`` or a head's top two
+    direction entries nearly tie (the step then depends on their small gap), the draw is taken by
+    :func:`xorlib.one_step` itself. The tests compare every draw with ``one_step``.
+    """
+    ties: list[bool] = []
+    success: list[bool] = []
+    recompute: list[int] = []
+    numerator = math.log((d - 1) / split_rest_target(epsilon))
+    chunk = max(1, 2**20 // (d * Codes(d).m))  # draws per batch: about 8 MB of codes
+    for first in range(0, len(seeds), chunk):
+        batch = seeds[first : first + chunk]
+        models = [ModelConfig(d, "split", code_seed=s, init_seed=s) for s in batch]
+        codes = []
+        for model, s in zip(models, batch, strict=True):
+            u, v = random_pair(d, seed=s)
+            dense = model.codes.dense()
+            ties.append(tied_margin(dense, (u, v)) <= 1e-12)
+            codes.append(dense[[u, v, *(k for k in range(d) if k not in (u, v))]])
+        P = torch.stack(codes)  # (B, d, m), each draw's pair at positions 0 and 1
+        q = torch.stack([model.initial_queries() for model in models])  # (B, 2, m)
+        c1 = models[0].readout[1]
+        s = q @ P.mT
+        score_gradient = population_objective(s, (0, 1), models[0].readout, models[0].normaliser)[1]
+        direction = -(d**2 / c1) * (score_gradient @ P)
+        t = direction @ P.mT
+        top = t.topk(2, dim=-1).values
+        gaps = top[..., 0] - top[..., 1]  # (B, 2)
+        kappa = ((s.amax(-1) - s.amin(-1) + numerator) / gaps).amax(-1)
+        after = (q + kappa.view(-1, 1, 1) * direction) @ P.mT
+        worst = certificate(*log_weights(after, (0, 1)), torch.tensor(False), models[0]).upper
+        unclear = (
+            (gaps < _GAP_AT_LEAST * t.abs().amax(-1)).any(-1)
+            | ~torch.isfinite(worst)
+            | ((worst > epsilon / _CLEAR_BY) & (worst < epsilon * _CLEAR_BY))
+        )
+        success += (worst <= epsilon).tolist()
+        recompute += [first + k for k in torch.nonzero(unclear).flatten().tolist()]
+    for k in recompute:
+        success[k] = one_step(d, "split", seed=seeds[k], epsilon=epsilon).success
+    return ties, success, len(recompute)

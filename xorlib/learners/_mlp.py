@@ -52,6 +52,7 @@ BARAK_LRS = (0.001, 0.01, 0.1, 1.0)
 BARAK_EVAL_N = 2**13
 _BLOCK = 64  # SGD steps whose fresh minibatches are drawn at once
 _CHUNK = 4096  # fresh inputs per chunk when evaluating on many inputs
+_TEST_ROWS = 1024  # inputs per chunk of the success test, which stops at the first chunk with a wrong sign
 _CHUNK_ACTIVATIONS = 2**20  # hidden activations (networks x inputs x width) per chunk of all inputs: they stay in cache
 _MAX_EXACT_D = 20  # largest d whose 2^d inputs are enumerated
 
@@ -233,6 +234,21 @@ def _sgd(
             yield step, correct, finite
 
 
+def _all_correct(params: MLPParams, x: torch.Tensor, index: torch.Tensor) -> bool:
+    """Whether one network classifies every input of ``x`` ``(1, n, d)`` correctly, read in chunks of
+    :data:`_TEST_ROWS` inputs up to the first wrong one (a failed test, the common case, stops early).
+
+    Each output is a row of the same matrix product (a dot product over ``d``) as over all ``n`` at once: the
+    tests check that the chunks give the same bits.
+    """
+    y = _labels(x, index)
+    for start in range(0, x.shape[1], _TEST_ROWS):
+        part = slice(start, start + _TEST_ROWS)
+        if not bool((y[:, part] * _forward(params, x[:, part])[2] > 0).all()):
+            return False
+    return True
+
+
 def _diverged(step: int, lr: float, bad: torch.Tensor) -> DivergenceError:
     return DivergenceError(
         f"online SGD diverged at step {step} with lr = {lr}: network(s) {torch.nonzero(bad).flatten().tolist()} "
@@ -289,8 +305,7 @@ def train_mlp(config: MLPConfig, pairs: Sequence[tuple[int, int]], *, seed: int 
             due = torch.nonzero(active & (streak >= config.screen)).flatten().tolist()
             for k in due:  # a fresh test of network k alone
                 x = _fresh([eval_gens[k]], config.eval_n, config.d, params.first.dtype)
-                one = MLPParams(*(p[k : k + 1] for p in params))
-                if bool((_labels(x, index[k : k + 1]) * _forward(one, x)[2] > 0).all()):
+                if _all_correct(MLPParams(*(p[k : k + 1] for p in params)), x, index[k : k + 1]):
                     success[k], active[k] = step, False
                 streak[k] = 0
             if not bool(active.any()):
@@ -338,7 +353,12 @@ def mlp_snapshots(
 
 
 def min_margin(
-    params: MLPParams, pairs: Sequence[tuple[int, int]], *, samples: int | None = None, seed: int = 0
+    params: MLPParams,
+    pairs: Sequence[tuple[int, int]],
+    *,
+    samples: int | None = None,
+    seed: int = 0,
+    stop_at: float | None = None,
 ) -> torch.Tensor:
     r"""Each network's smallest margin :math:`\min_x y(x) f(x)`, shape ``(M,)``.
 
@@ -346,6 +366,9 @@ def min_margin(
     Otherwise over ``samples`` fresh inputs of the stream ``(seed, k)``: an
     estimate, not a certificate. The hinge loss is below :math:`\varepsilon` on every
     input iff the margin exceeds :math:`1 - \varepsilon`; every sign is right iff it is positive.
+    ``stop_at``: stop after the chunk of inputs at which every network's smallest margin so far is at most
+    ``stop_at``; each entry is then a margin some input has, at most ``stop_at`` (so whether the smallest margin
+    exceeds any level at least ``stop_at`` is decided exactly), and the inputs not reached are not checked.
     """
     models, _, d = params.first.shape
     index = _pair_index(pairs)
@@ -363,6 +386,8 @@ def min_margin(
         for x in chunks:
             margin = _labels(x, index.to(x.device)) * _forward(params, x)[2]
             smallest = torch.minimum(smallest, margin.amin(-1))
+            if stop_at is not None and bool((smallest <= stop_at).all()):
+                break
     if not bool(torch.isfinite(smallest).all()):
         raise DivergenceError("the networks' outputs are NaN or infinite: their parameters diverged")
     return smallest
