@@ -56,7 +56,7 @@ class BlockView:
 
 
 #: Rows looked up together: the running sums and the looked-up values stay in cache across the groups.
-LOOKUP_ROWS = 2**14
+LOOKUP_ROWS = 2**16
 
 
 class Lookup:
@@ -98,17 +98,13 @@ class Lookup:
     def tables(self, main: int, scale: float) -> torch.Tensor:
         r"""The score tables ``(slots, groups, 256)``: :math:`S_j = -2T_j`, and the total :math:`\sum_r q_r/\sqrt N` added to :math:`S_0`.
 
-        A score is then :math:`S_0[b_0] + S_1[b_1] + \dots` (:func:`lookup_tables`). Two distinct queries
-        share one complex table (the first's in the real parts, the second's in the imaginary ones): one
-        gather reads both, and complex addition adds the parts separately, exactly as two real look-ups would.
+        A score is then :math:`S_0[b_0] + S_1[b_1] + \dots` (:func:`lookup_tables`).
         """
         key = (main, scale)
         if key not in self._tables:
             tables, totals = lookup_tables(self.queries[self.distinct, :main], scale)
             tables = tables.mul_(-2)
             tables[:, 0] += totals.unsqueeze(1)
-            if len(self.distinct) == 2:
-                tables = torch.complex(tables[0], tables[1]).unsqueeze(0)
             self._tables[key] = tables.contiguous()
         return self._tables[key]
 
@@ -127,8 +123,6 @@ class Lookup:
                 torch.index_select(tables[slot, 0], 0, index[0, start:stop], out=out)
                 for group in range(1, index.shape[0]):
                     out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
-        if found.is_complex():  # the two queries' scores: the real and imaginary parts, as rows
-            return torch.view_as_real(found[0]).T.contiguous()
         return found
 
     def __call__(self, view: BlockView) -> torch.Tensor:
