@@ -108,11 +108,14 @@ class Lookup:
             self._tables[key] = tables.contiguous()
         return self._tables[key]
 
-    def distinct_scores(self, view: BlockView) -> torch.Tensor:
-        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block."""
+    def distinct_scores(self, view: BlockView, groups: int | None = None) -> torch.Tensor:
+        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block.
+
+        With ``groups``, the partial sums over the first ``groups`` groups only (:meth:`finish` continues them).
+        """
         tables = self.tables(view.main, view.scale)
         index = view.byte_index()  # (groups, rows)
-        rows = index.shape[1]
+        rows, groups = index.shape[1], index.shape[0] if groups is None else groups
         found = torch.empty(tables.shape[0], rows, dtype=tables.dtype, device=tables.device)
         looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=tables.dtype, device=tables.device)
         for start in range(0, rows, LOOKUP_ROWS):  # parts that stay in cache while the groups are added
@@ -121,9 +124,39 @@ class Lookup:
             for slot in range(tables.shape[0]):
                 out = found[slot, start:stop]
                 torch.index_select(tables[slot, 0], 0, index[0, start:stop], out=out)
-                for group in range(1, index.shape[0]):
+                for group in range(1, groups):
                     out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
         return found
+
+    def finish(self, partial: torch.Tensor, view: BlockView, columns: torch.Tensor, groups: int) -> torch.Tensor:
+        """Continue the partial sums ``(distinct, n)`` over the first ``groups`` groups of the block's rows ``columns``.
+
+        The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
+        """
+        tables = self.tables(view.main, view.scale)
+        index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
+        part = torch.empty_like(partial[0])
+        for slot in range(tables.shape[0]):
+            for group in range(index.shape[0]):
+                partial[slot] += torch.index_select(tables[slot, groups + group], 0, index[group], out=part)
+        return partial
+
+    def remaining_range(self, main: int, scale: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+        r"""Bounds on what the groups from ``g`` on add to a score: ``(high, low)`` ``(distinct, groups + 1)``, and a slack.
+
+        ``high[:, g]`` is the sum of the tables' largest entries from group ``g`` on, ``low`` of their smallest.
+        A computed score is within the slack of its computed partial sum over the first ``g`` groups plus the
+        exact sum of the remaining entries (each addition rounds by at most :math:`u` times a partial sum, and
+        every partial sum is at most :math:`B = \sum_j \max_v |S_j[v]|`), and so are ``high`` and ``low`` of the
+        exact sums of the extremes: a slack of :math:`4G\varepsilon B` covers both and the comparison's rounding.
+        """
+        tables = self.tables(main, scale)
+        groups = tables.shape[1]
+        zero = tables.new_zeros(tables.shape[0], 1)
+        high = torch.cat([tables.amax(-1).flip(1).cumsum(1).flip(1), zero], dim=1)
+        low = torch.cat([tables.amin(-1).flip(1).cumsum(1).flip(1), zero], dim=1)
+        biggest = float(tables.abs().amax(-1).sum(1).max())
+        return high, low, 4 * groups * torch.finfo(tables.dtype).eps * biggest
 
     def __call__(self, view: BlockView) -> torch.Tensor:
         """Scores ``(heads, rows)`` on ``view`` (a fresh tensor)."""

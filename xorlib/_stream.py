@@ -432,27 +432,67 @@ def population_loss(stats: HeadStats, c0: float, c1: float) -> torch.Tensor:
     return loss(stats.moments, c0, c1)
 
 
+#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be.
+SCREEN_FRACTION = 0.5
+
+
 def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One pass: the ``k`` largest scores of each query row and their positions, ``(rows, k)`` each."""
+    """One pass: the ``k`` largest scores of each query row and their positions, ``(rows, k)`` each.
+
+    Once every row has ``k`` entries, a packed block's scores are first summed over the first groups only
+    (:data:`SCREEN_FRACTION` of them); the positions whose partial score plus the most the remaining groups can add
+    (:meth:`xorlib._packed.Lookup.remaining_range`, with its rounding slack) reaches a row's ``k``-th best so
+    far are completed with the same additions in the same order (:meth:`xorlib._packed.Lookup.finish`), and the
+    others cannot enter the top: the result is that of the full pass.
+    """
     lookup = Lookup(queries)
     best_values = torch.full((queries.shape[0], 0), 0.0, dtype=queries.dtype, device=queries.device)
     best_index = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
+    screens = bool(lookup.distinct) and all(slot >= 0 for slot, _ in lookup.plan)
+    bounds = None
     for view in views():
-        best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
+        if view.rows is not None or not screens or best_values.shape[-1] < k:
+            best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
+            continue
+        if bounds is None:
+            bounds = lookup.remaining_range(view.main, view.scale)
+        high, low, slack = bounds
+        first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
+        partial = lookup.distinct_scores(view, first)  # (distinct, rows)
+        reach = None
+        for head, (slot, sign) in enumerate(lookup.plan):
+            if sign > 0:
+                upper = partial[slot] + high[slot, first]
+            else:  # the negated query's score is minus the slot's, at most -(partial + low)
+                upper = torch.sub(-low[slot, first], partial[slot])
+            hit = upper >= best_values[head, -1] - slack
+            reach = hit if reach is None else reach.logical_or_(hit)
+        columns = reach.nonzero().squeeze(1)
+        if columns.numel():
+            found = lookup.finish(partial[:, columns], view, columns, first)
+            found = found if lookup.identity else lookup.assemble(found)
+            best_values, best_index = _merge_top(best_values, best_index, found, view.start, k, columns)
     return best_values, best_index
 
 
 def _merge_top(
-    values: torch.Tensor, index: torch.Tensor, x: torch.Tensor, start: int, k: int
+    values: torch.Tensor,
+    index: torch.Tensor,
+    x: torch.Tensor,
+    start: int,
+    k: int,
+    columns: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest of ``values`` ``(..., j)`` and of ``x`` ``(..., rows)`` (positions from ``start``), with their positions.
 
-    A block whose largest entry is below every row's ``k``-th best so far is skipped (one reduction).
+    ``columns``: the offsets from ``start`` of the columns of ``x`` (else ``0, 1, ...``). A block whose largest
+    entry is below every row's ``k``-th best so far is skipped (one reduction).
     """
     if values.shape[-1] == k and bool((x.amax(-1) < values[..., -1]).all()):
         return values, index
     best = torch.topk(x, min(k, x.shape[-1]), dim=-1)  # the block's best, then merged with the best so far
-    values, index = torch.cat([values, best.values], dim=-1), torch.cat([index, best.indices + start], dim=-1)
+    offsets = best.indices if columns is None else columns[best.indices]
+    values, index = torch.cat([values, best.values], dim=-1), torch.cat([index, offsets + start], dim=-1)
     best = torch.topk(values, min(k, values.shape[-1]), dim=-1)
     return best.values, torch.gather(index, -1, best.indices)
 
