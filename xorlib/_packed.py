@@ -292,12 +292,18 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
 
 
 def paired_columns(
-    raw: torch.Tensor, main: int, gen: torch.Generator, balanced: bool, out: torch.Tensor
+    raw: torch.Tensor,
+    main: int,
+    gen: torch.Generator,
+    balanced: bool,
+    out: torch.Tensor,
+    mu_out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""The packed bytes of a block drawn as ``raw`` ``(rows, groups)``, as columns ``(groups, rows)`` written to ``out``.
 
     The same bits as :func:`pair_rows` (then the unused bits of the last group cleared), transposed group by
-    group into ``out`` (uint8) and paired there.
+    group into ``out`` (uint8) and paired there. ``mu_out`` ``(groups,)``, if given, receives the pairing's
+    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`).
     """
     rows = raw.shape[0]
     if balanced and rows < PER_COORDINATE_BELOW:
@@ -305,9 +311,46 @@ def paired_columns(
     else:
         torch.stack(raw.unbind(1), out=out)
         if balanced:
-            _pair_columns(out, 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1)
+            mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
+            _pair_columns(out, mu)
+            if mu_out is not None:
+                mu_out.copy_(mu)
     if main % 8:
         out[-1] &= (1 << (main % 8)) - 1
+    return out
+
+
+def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    r"""The half of each paired column of ``columns`` ``(groups, c)`` that determines the rest, into ``out`` ``(groups, c/2)``.
+
+    :func:`_pair_columns` fills the second half of each of the runs :math:`[0, \mu]` and :math:`[\mu + 1, c)`
+    with the flipped mirror image of its first half, so the first halves (:math:`c/2` bytes) determine the column
+    (:func:`whole_columns`). A balanced block of paired groups thus keeps in half the memory of its bytes.
+    """
+    rows = columns.shape[1]
+    for group, m in enumerate(mu.tolist()):
+        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        out[group, :first] = columns[group, :first]
+        out[group, first:] = columns[group, m + 1 : m + 1 + second]
+    return out
+
+
+def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor) -> torch.Tensor:
+    """The paired columns ``(groups, c)`` from their halves (:func:`half_columns`), into ``out``: exactly the bytes drawn.
+
+    A mirrored byte is its partner's complement: ``^ 255``, and in the last group, whose unused bits are cleared,
+    ``^`` the mask of its used bits.
+    """
+    rows = out.shape[1]
+    last = halves.shape[0] - 1
+    for group, m in enumerate(mu.tolist()):
+        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
+        head, tail = halves[group, :first], halves[group, first:]
+        out[group, :first] = head
+        torch.bitwise_xor(head.flip(0), flip, out=out[group, first : m + 1])
+        out[group, m + 1 : m + 1 + second] = tail
+        torch.bitwise_xor(tail.flip(0), flip, out=out[group, m + 1 + second :])
     return out
 
 

@@ -45,12 +45,12 @@ from dataclasses import dataclass
 import torch
 
 from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms
-from ._packed import BlockView, Lookup, Pull
+from ._packed import PER_COORDINATE_BELOW, BlockView, Lookup, Pull, half_columns, whole_columns
 from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
 #: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated).
-KEEP_CODES_BYTES = 2**28
+KEEP_CODES_BYTES = 2**29
 
 
 class CodeSource:
@@ -59,8 +59,10 @@ class CodeSource:
     Either way every pass sees the same blocks (they depend only on the seed), so the results do not
     depend on the choice. Packed blocks come as int32 look-up indices in buffers that the next block
     overwrites: a pass uses each block before asking for the next. Codes that fit whole as indices are
-    kept as indices; otherwise the first blocks are kept as bytes (4x smaller), as many as fit, unless
-    ``partial`` is false (a caller that reads the codes once where they do not all fit).
+    kept as indices; otherwise the first blocks are kept as bytes (4x smaller), or, for balanced blocks that
+    pair whole groups, as the half of their bytes that determines the rest (8x smaller,
+    :func:`xorlib._packed.half_columns`), as many as fit, unless ``partial`` is false (a caller that reads the
+    codes once where they do not all fit).
     """
 
     def __init__(
@@ -72,14 +74,20 @@ class CodeSource:
         self.groups = (codes.main + 7) // 8
         self.scale = 1.0 / math.sqrt(codes.nonzeros) if codes.packed else 1.0
         blocks = codes.num_blocks
-        largest = codes._block_range(0)[1] - codes._block_range(0)[0] if blocks else 0
+        largest = largest_rows(codes)
+        self.halves = False
         if codes.packed:
-            self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
-            per_block = largest * self.groups * self.kept_dtype.itemsize
+            whole = codes.bulk * self.groups * 4 <= keep_bytes
+            last = codes._block_range(blocks - 1) if blocks else (0, 0)
+            smallest = last[1] - last[0]
+            self.halves = not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
+            self.kept_dtype = torch.int32 if whole else torch.uint8
+            per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
         else:
             self.kept_dtype, per_block = torch.float64, largest * codes.m * 8
         self.keep_blocks = blocks if per_block * blocks <= keep_bytes else keep_bytes // per_block if partial else 0
         self.kept: dict[int, torch.Tensor] = {}
+        self._mu: torch.Tensor | None = None  # (keep_blocks, groups): the pairings of the kept halves
         self._words: torch.Tensor | None = None
         self._store: torch.Tensor | None = None
         self._bytes: torch.Tensor | None = None
@@ -119,19 +127,35 @@ class CodeSource:
             self._words = torch.empty(-(-largest * self.groups // 8), dtype=torch.int64)
             self._bytes = torch.empty(self.groups, largest, dtype=torch.uint8)
             self._index = torch.empty(self.groups, largest, dtype=torch.int32, device=self.device)
-        if kept is None:
-            kept = self.codes._paired_columns(block, self._words, self._bytes[:, :rows])
-            if block < self.keep_blocks:  # into one buffer for all kept blocks, allocated once
-                if self._store is None:
-                    self._store = torch.empty(
-                        self.keep_blocks,
-                        self.groups,
-                        largest_rows(self.codes),
-                        dtype=self.kept_dtype,
-                        device=self.device,
-                    )
-                self.kept[block] = self._store[block, :, :rows].copy_(kept)
-        return self._index[:, :rows].copy_(kept)
+            self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
+        return self._index[:, :rows].copy_(self._columns(block, rows, self._words, self._bytes[:, :rows]))
+
+    def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
+        into ``out`` (``words``: the random words' buffer) and kept if it is among the first ``keep_blocks``."""
+        kept = self.kept.get(block)
+        if kept is not None and not self.halves:
+            return kept
+        if kept is not None:
+            return whole_columns(kept, self._mu[block], self.codes.main, out)
+        keep = block < self.keep_blocks and self._mu is not None
+        mu = self._mu[block] if keep and self.halves else None
+        columns = self.codes._paired_columns(block, words, out, mu)
+        if keep:  # into one buffer for all kept blocks, allocated once
+            if self._store is None:
+                largest = largest_rows(self.codes)
+                self._store = torch.empty(
+                    self.keep_blocks,
+                    self.groups,
+                    largest // 2 if self.halves else largest,
+                    dtype=self.kept_dtype,
+                    device=torch.device("cpu") if self.halves else self.device,
+                )
+            if self.halves:
+                self.kept[block] = half_columns(columns, mu, self._store[block, :, : rows // 2])
+            else:
+                self.kept[block] = self._store[block, :, :rows].copy_(columns)
+        return columns
 
     def row_view(self, position: int) -> BlockView:
         """A one-row view of ``position``: the bits of its block, so a look-up gives exactly the pass's score there."""
@@ -152,9 +176,12 @@ class CodeSource:
             rows = codes._dense_block(block, torch.float64, self.device)
             return BlockView(position, position + 1, m, m, 1.0, rows=rows[position - start : position - start + 1])
         columns = self.kept.get(block)
-        if columns is None:
+        if columns is None or self.halves:
             words = torch.empty(-(-(stop - start) * self.groups // 8), dtype=torch.int64)
-            columns = codes._paired_columns(block, words, torch.empty(self.groups, stop - start, dtype=torch.uint8))
+            out = torch.empty(self.groups, stop - start, dtype=torch.uint8)
+            columns = self._columns(block, stop - start, words, out) if columns is not None else None
+            if columns is None:
+                columns = codes._paired_columns(block, words, out)
         index = columns[:, position - start : position - start + 1].to(device=self.device, dtype=torch.int32)
         return BlockView(position, position + 1, m, codes.main, self.scale, index=index.contiguous())
 
