@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ._random import BYTE_BITS
@@ -281,13 +282,14 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     :math:`k > (\mu - k) \bmod c`. The involution reverses :math:`[0, \mu]` and
     :math:`[\mu + 1, c)`, so each run keeps its first half and receives the flipped
     mirror image of it in its second half: two slice copies per row, no index tensor.
-    Works on any integer dtype (uint8 bytes, or int32 look-up indices).
+    Works on any integer dtype (uint8 bytes, or int32 look-up indices), on the CPU, through NumPy views (a
+    reversed slice is a view there, and a call costs far less than a torch call: these are many small ones).
     """
     rows = columns.shape[1]
-    for column, m in zip(columns, mu.tolist(), strict=True):
+    for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
-        torch.bitwise_xor(column[:first].flip(0), 255, out=column[first : m + 1])
-        torch.bitwise_xor(column[m + 1 : m + 1 + second].flip(0), 255, out=column[m + 1 + second :])
+        np.bitwise_xor(column[first - 1 :: -1], 255, out=column[first : m + 1])
+        np.bitwise_xor(column[m + second : m : -1], 255, out=column[m + 1 + second :])
     return columns
 
 
@@ -328,10 +330,11 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     (:func:`whole_columns`). A balanced block of paired groups thus keeps in half the memory of its bytes.
     """
     rows = columns.shape[1]
+    source, target = columns.numpy(), out.numpy()
     for group, m in enumerate(mu.tolist()):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
-        out[group, :first] = columns[group, :first]
-        out[group, first:] = columns[group, m + 1 : m + 1 + second]
+        target[group, :first] = source[group, :first]
+        target[group, first:] = source[group, m + 1 : m + 1 + second]
     return out
 
 
@@ -343,14 +346,15 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.
     """
     rows = out.shape[1]
     last = halves.shape[0] - 1
+    source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
     for group, m in enumerate(mu.tolist()):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
         flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
-        head, tail = halves[group, :first], halves[group, first:]
-        out[group, :first] = head
-        torch.bitwise_xor(head.flip(0), flip, out=out[group, first : m + 1])
-        out[group, m + 1 : m + 1 + second] = tail
-        torch.bitwise_xor(tail.flip(0), flip, out=out[group, m + 1 + second :])
+        head, tail, column = source[group, :first], source[group, first:], target[group]
+        column[:first] = head
+        np.bitwise_xor(head[::-1], flip, out=column[first : m + 1])
+        column[m + 1 : m + 1 + second] = tail
+        np.bitwise_xor(tail[::-1], flip, out=column[m + 1 + second :])
     return out
 
 
