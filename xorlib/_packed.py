@@ -288,9 +288,25 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     rows = columns.shape[1]
     for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
-        np.bitwise_xor(column[first - 1 :: -1], 255, out=column[first : m + 1])
-        np.bitwise_xor(column[m + second : m : -1], 255, out=column[m + 1 + second :])
+        _reversed_xor(column[:first], 255, column[first : m + 1])
+        _reversed_xor(column[m + 1 : m + 1 + second], 255, column[m + 1 + second :])
     return columns
+
+
+def _reversed_xor(source: np.ndarray, flip: int, out: np.ndarray) -> np.ndarray:
+    """``out[j] = source[n - 1 - j] ^ flip`` for 1-D integer arrays of ``n`` entries (``out`` apart from ``source``).
+
+    Bytes go eight at a time: the words of ``source``'s last multiple of eight bytes in reverse order, each
+    byte-swapped (the xor of a repeated byte commutes with the swap); the few left over one by one.
+    """
+    n = source.shape[0]
+    whole = n - n % 8 if source.dtype == np.uint8 else 0
+    if whole:
+        words = out[:whole].view(np.uint64)
+        np.bitwise_xor(source[n - whole :].view(np.uint64)[::-1], np.uint64(flip * 0x0101010101010101), out=words)
+        words.byteswap(inplace=True)
+    np.bitwise_xor(source[n - whole - 1 :: -1] if n > whole else source[:0], flip, out=out[whole:])
+    return out
 
 
 def paired_columns(
@@ -352,9 +368,9 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.
         flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
         head, tail, column = source[group, :first], source[group, first:], target[group]
         column[:first] = head
-        np.bitwise_xor(head[::-1], flip, out=column[first : m + 1])
+        _reversed_xor(head, flip, column[first : m + 1])
         column[m + 1 : m + 1 + second] = tail
-        np.bitwise_xor(tail[::-1], flip, out=column[m + 1 + second :])
+        _reversed_xor(tail, flip, column[m + 1 + second :])
     return out
 
 

@@ -18,7 +18,7 @@ import torch
 from _tolerance import assert_close, gamma
 
 from xorlib import one_step
-from xorlib._packed import Lookup, Pull, _byte_index
+from xorlib._packed import Lookup, Pull, _byte_index, _pair_columns, half_columns, whole_columns
 from xorlib._stream import (
     CodeSource,
     after_from_candidates,
@@ -276,3 +276,22 @@ def test_the_refusal_names_the_largest_step_the_allowance_certifies() -> None:
     with pytest.raises(ValueError, match=r"kappa = 2\.05e\+28.*beyond the .* that float64 certifies"):
         one_step(1024, "split", seed=1, sigma=1000)
     assert math.isfinite(float(one_step(1024, "split", seed=0, sigma=1000).worst_case.upper))
+
+
+@pytest.mark.parametrize("rows", [2, 10, 16, 2**14 + 6])
+def test_pairing_and_halves_are_the_involution_and_its_inverse(rows: int) -> None:
+    """_pair_columns (eight bytes at a time) against the involution written out; whole_columns inverts half_columns."""
+    gen = torch.Generator().manual_seed(rows)
+    raw = torch.randint(0, 256, (5, rows), dtype=torch.uint8, generator=gen)
+    mu = 2 * torch.randint(0, rows // 2, (5,), generator=gen) + 1
+    mu[0] = 1
+    mu[1] = rows - 1
+    index = torch.arange(rows)
+    partner = (mu.unsqueeze(1) - index) % rows
+    expected = torch.gather(raw, 1, torch.minimum(index, partner)) ^ (255 * (index > partner)).to(torch.uint8)
+    paired = _pair_columns(raw.clone(), mu)
+    assert torch.equal(paired, expected)
+    main = 8 * 5 - 3  # the last group's unused bits cleared, as the codes do
+    paired[-1] &= (1 << (main % 8)) - 1
+    halves = half_columns(paired, mu, torch.empty(5, rows // 2, dtype=torch.uint8))
+    assert torch.equal(whole_columns(halves, mu, main, torch.empty_like(paired)), paired)
