@@ -6,11 +6,13 @@ these functions trust their callers.
 *Scores.* For each group of eight coordinates a 256-entry table holds the partial sums of a query over
 every bit pattern (:func:`lookup_tables`), so a score is :math:`\lceil M/8\rceil` look-ups and additions;
 :class:`Lookup` builds the tables once per pass and reads every block off them, looking up once for
-equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly.
+equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly; a
+score can be summed over the first groups and completed later (:meth:`Lookup.finish`) with the same additions.
 *Pull-backs.* :class:`Pull` histograms the weights by byte value, group by group, accumulating over all
 the blocks of a pass, and reads each coordinate's sum off the 256 bins once at the end.
 *Generation.* :func:`paired_columns` turns the random bytes of a block into byte columns
-``(groups, rows)`` (int32), pairing the rows in place, in buffers reused from block to block.
+``(groups, rows)`` (uint8), pairing the rows in place, in buffers reused from block to block; half of
+each paired column determines the rest (:func:`half_columns`, :func:`whole_columns`).
 """
 
 from __future__ import annotations

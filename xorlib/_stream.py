@@ -27,7 +27,11 @@ two hidden rows remain. Where the tied model's codes do not all fit in memory, i
 So a split step reads the codes three times and a tied one once, at :math:`d = 10^8`. Equal heads are computed
 once and opposite ones read off each other exactly (:class:`xorlib._packed.Lookup`); a single step size is
 scored as the stepped queries :math:`q + \kappa\delta` themselves (one look-up per head, the scores of the
-queries the step reports).
+queries the step reports). The split step's second pass, for the direction's top entries, sums every
+position's score over the first half of the groups only and completes the few whose partial sum can still
+reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
+the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
+:data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
