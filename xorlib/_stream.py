@@ -31,7 +31,7 @@ queries the step reports). The split step's second pass, for the direction's top
 position's score over the first half of the groups only and completes the few whose partial sum can still
 reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
 the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
-:data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
+twice :data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
@@ -53,8 +53,9 @@ from ._packed import PER_COORDINATE_BELOW, BlockView, Lookup, Pull, half_columns
 from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
-#: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated).
-KEEP_CODES_BYTES = 2**29
+#: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
+#: codes that do not all fit, up to twice as many bytes as halves (:class:`CodeSource`).
+KEEP_CODES_BYTES = 2**28
 
 
 class CodeSource:
@@ -63,10 +64,10 @@ class CodeSource:
     Either way every pass sees the same blocks (they depend only on the seed), so the results do not
     depend on the choice. Packed blocks come as int32 look-up indices in buffers that the next block
     overwrites: a pass uses each block before asking for the next. Codes that fit whole as indices are
-    kept as indices; otherwise the first blocks are kept as bytes (4x smaller), or, for balanced blocks that
-    pair whole groups, as the half of their bytes that determines the rest (8x smaller,
-    :func:`xorlib._packed.half_columns`), as many as fit, unless ``partial`` is false (a caller that reads the
-    codes once where they do not all fit).
+    kept as indices, else codes that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
+    is false (a caller that reads the codes once where they do not all fit), the first blocks are kept, as
+    many as fit: balanced blocks that pair whole groups as the half of their bytes that determines the rest
+    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in twice the budget, others as bytes.
     """
 
     def __init__(
@@ -81,12 +82,13 @@ class CodeSource:
         largest = largest_rows(codes)
         self.halves = False
         if codes.packed:
-            whole = codes.bulk * self.groups * 4 <= keep_bytes
             last = codes._block_range(blocks - 1) if blocks else (0, 0)
             smallest = last[1] - last[0]
-            self.halves = not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
-            self.kept_dtype = torch.int32 if whole else torch.uint8
+            whole = codes.bulk * self.groups <= keep_bytes  # all the bytes fit: kept whole (as indices if they fit)
+            self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
+            self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
             per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
+            keep_bytes *= 2 if self.halves else 1
         else:
             self.kept_dtype, per_block = torch.float64, largest * codes.m * 8
         self.keep_blocks = blocks if per_block * blocks <= keep_bytes else keep_bytes // per_block if partial else 0
