@@ -261,8 +261,8 @@ def stream_benchmark(
         note=(
             "Each row is one xorlib.one_step in a fresh process (the row's command runs it alone). Peak: the peak "
             "resident memory of the whole process (Linux VmHWM), including torch itself; above start: the part "
-            "the step added. The codes are regenerated from their seed in every pass (kept, packed, up to 256 MB), "
-            "so memory is O(block·m) whatever d. floor: the honest floor, drawing the step's d·m code bits with the "
+            "the step added. The codes are regenerated from their seed in every pass (kept, packed: up to 256 MB "
+            "whole, 512 MB as halves), so memory is O(block·m) whatever d. floor: the honest floor, drawing the step's d·m code bits with the "
             "codes' own generator, timed in the same process after the step (over_floor: the step divided by it); "
             "old_floor: the issue-14 floor (draw, unpack to float64, one matrix-vector product), timed once per d in "
             "the first model's process (None where not asked for)."

@@ -6,17 +6,20 @@ these functions trust their callers.
 *Scores.* For each group of eight coordinates a 256-entry table holds the partial sums of a query over
 every bit pattern (:func:`lookup_tables`), so a score is :math:`\lceil M/8\rceil` look-ups and additions;
 :class:`Lookup` builds the tables once per pass and reads every block off them, looking up once for
-equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly.
+equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly; a
+score can be summed over the first groups and completed later (:meth:`Lookup.finish`) with the same additions.
 *Pull-backs.* :class:`Pull` histograms the weights by byte value, group by group, accumulating over all
 the blocks of a pass, and reads each coordinate's sum off the 256 bins once at the end.
 *Generation.* :func:`paired_columns` turns the random bytes of a block into byte columns
-``(groups, rows)`` (int32), pairing the rows in place, in buffers reused from block to block.
+``(groups, rows)`` (uint8), pairing the rows in place, in buffers reused from block to block; half of
+each paired column determines the rest (:func:`half_columns`, :func:`whole_columns`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ._random import BYTE_BITS
@@ -56,7 +59,7 @@ class BlockView:
 
 
 #: Rows looked up together: the running sums and the looked-up values stay in cache across the groups.
-LOOKUP_ROWS = 2**14
+LOOKUP_ROWS = 2**16
 
 
 class Lookup:
@@ -98,25 +101,24 @@ class Lookup:
     def tables(self, main: int, scale: float) -> torch.Tensor:
         r"""The score tables ``(slots, groups, 256)``: :math:`S_j = -2T_j`, and the total :math:`\sum_r q_r/\sqrt N` added to :math:`S_0`.
 
-        A score is then :math:`S_0[b_0] + S_1[b_1] + \dots` (:func:`lookup_tables`). Two distinct queries
-        share one complex table (the first's in the real parts, the second's in the imaginary ones): one
-        gather reads both, and complex addition adds the parts separately, exactly as two real look-ups would.
+        A score is then :math:`S_0[b_0] + S_1[b_1] + \dots` (:func:`lookup_tables`).
         """
         key = (main, scale)
         if key not in self._tables:
             tables, totals = lookup_tables(self.queries[self.distinct, :main], scale)
             tables = tables.mul_(-2)
             tables[:, 0] += totals.unsqueeze(1)
-            if len(self.distinct) == 2:
-                tables = torch.complex(tables[0], tables[1]).unsqueeze(0)
             self._tables[key] = tables.contiguous()
         return self._tables[key]
 
-    def distinct_scores(self, view: BlockView) -> torch.Tensor:
-        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block."""
+    def distinct_scores(self, view: BlockView, groups: int | None = None) -> torch.Tensor:
+        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block.
+
+        With ``groups``, the partial sums over the first ``groups`` groups only (:meth:`finish` continues them).
+        """
         tables = self.tables(view.main, view.scale)
         index = view.byte_index()  # (groups, rows)
-        rows = index.shape[1]
+        rows, groups = index.shape[1], index.shape[0] if groups is None else groups
         found = torch.empty(tables.shape[0], rows, dtype=tables.dtype, device=tables.device)
         looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=tables.dtype, device=tables.device)
         for start in range(0, rows, LOOKUP_ROWS):  # parts that stay in cache while the groups are added
@@ -125,11 +127,39 @@ class Lookup:
             for slot in range(tables.shape[0]):
                 out = found[slot, start:stop]
                 torch.index_select(tables[slot, 0], 0, index[0, start:stop], out=out)
-                for group in range(1, index.shape[0]):
+                for group in range(1, groups):
                     out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
-        if found.is_complex():  # the two queries' scores: the real and imaginary parts, as rows
-            return torch.view_as_real(found[0]).T.contiguous()
         return found
+
+    def finish(self, partial: torch.Tensor, view: BlockView, columns: torch.Tensor, groups: int) -> torch.Tensor:
+        """Continue the partial sums ``(distinct, n)`` over the first ``groups`` groups of the block's rows ``columns``.
+
+        The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
+        """
+        tables = self.tables(view.main, view.scale)
+        index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
+        part = torch.empty_like(partial[0])
+        for slot in range(tables.shape[0]):
+            for group in range(index.shape[0]):
+                partial[slot] += torch.index_select(tables[slot, groups + group], 0, index[group], out=part)
+        return partial
+
+    def remaining_range(self, main: int, scale: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+        r"""Bounds on what the groups from ``g`` on add to a score: ``(high, low)`` ``(distinct, groups + 1)``, and a slack.
+
+        ``high[:, g]`` is the sum of the tables' largest entries from group ``g`` on, ``low`` of their smallest.
+        A computed score is within the slack of its computed partial sum over the first ``g`` groups plus the
+        exact sum of the remaining entries (each addition rounds by at most :math:`u` times a partial sum, and
+        every partial sum is at most :math:`B = \sum_j \max_v |S_j[v]|`), and so are ``high`` and ``low`` of the
+        exact sums of the extremes: a slack of :math:`4G\varepsilon B` covers both and the comparison's rounding.
+        """
+        tables = self.tables(main, scale)
+        groups = tables.shape[1]
+        zero = tables.new_zeros(tables.shape[0], 1)
+        high = torch.cat([tables.amax(-1).flip(1).cumsum(1).flip(1), zero], dim=1)
+        low = torch.cat([tables.amin(-1).flip(1).cumsum(1).flip(1), zero], dim=1)
+        biggest = float(tables.abs().amax(-1).sum(1).max())
+        return high, low, 4 * groups * torch.finfo(tables.dtype).eps * biggest
 
     def __call__(self, view: BlockView) -> torch.Tensor:
         """Scores ``(heads, rows)`` on ``view`` (a fresh tensor)."""
@@ -254,39 +284,101 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     :math:`k > (\mu - k) \bmod c`. The involution reverses :math:`[0, \mu]` and
     :math:`[\mu + 1, c)`, so each run keeps its first half and receives the flipped
     mirror image of it in its second half: two slice copies per row, no index tensor.
-    Works on any integer dtype (uint8 bytes, or int32 look-up indices).
+    Works on any integer dtype (uint8 bytes, or int32 look-up indices), on the CPU, through NumPy views (a
+    reversed slice is a view there, and a call costs far less than a torch call: these are many small ones).
     """
     rows = columns.shape[1]
-    for column, m in zip(columns, mu.tolist(), strict=True):
+    for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
-        torch.bitwise_xor(column[:first].flip(0), 255, out=column[first : m + 1])
-        torch.bitwise_xor(column[m + 1 : m + 1 + second].flip(0), 255, out=column[m + 1 + second :])
+        _reversed_xor(column[:first], 255, column[first : m + 1])
+        _reversed_xor(column[m + 1 : m + 1 + second], 255, column[m + 1 + second :])
     return columns
 
 
+def _reversed_xor(source: np.ndarray, flip: int, out: np.ndarray) -> np.ndarray:
+    """``out[j] = source[n - 1 - j] ^ flip`` for 1-D integer arrays of ``n`` entries (``out`` apart from ``source``).
+
+    Bytes go eight at a time: the words of ``source``'s last multiple of eight bytes in reverse order, each
+    byte-swapped (the xor of a repeated byte commutes with the swap); the few left over one by one.
+    """
+    n = source.shape[0]
+    whole = n - n % 8 if source.dtype == np.uint8 else 0
+    if whole:
+        words = out[:whole].view(np.uint64)
+        np.bitwise_xor(source[n - whole :].view(np.uint64)[::-1], np.uint64(flip * 0x0101010101010101), out=words)
+        words.byteswap(inplace=True)
+    np.bitwise_xor(source[n - whole - 1 :: -1] if n > whole else source[:0], flip, out=out[whole:])
+    return out
+
+
 def paired_columns(
-    raw: torch.Tensor, main: int, gen: torch.Generator, balanced: bool, out: torch.Tensor
+    raw: torch.Tensor,
+    main: int,
+    gen: torch.Generator,
+    balanced: bool,
+    out: torch.Tensor,
+    mu_out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""The packed bytes of a block drawn as ``raw`` ``(rows, groups)``, as columns ``(groups, rows)`` written to ``out``.
 
     The same bits as :func:`pair_rows` (then the unused bits of the last group cleared), transposed group by
-    group into ``out`` (uint8) and paired there.
+    group into ``out`` (uint8) and paired there. ``mu_out`` ``(groups,)``, if given, receives the pairing's
+    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`).
     """
     rows = raw.shape[0]
     if balanced and rows < PER_COORDINATE_BELOW:
         out.copy_(pair_rows(raw, rows, main, gen).t())
     else:
-        torch.stack(raw.unbind(1), out=out)
+        np.copyto(out.numpy(), raw.numpy().T)  # on the CPU: NumPy's transposing copy is the faster one
         if balanced:
-            _pair_columns(out, 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1)
+            mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
+            _pair_columns(out, mu)
+            if mu_out is not None:
+                mu_out.copy_(mu)
     if main % 8:
         out[-1] &= (1 << (main % 8)) - 1
     return out
 
 
+def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    r"""The half of each paired column of ``columns`` ``(groups, c)`` that determines the rest, into ``out`` ``(groups, c/2)``.
+
+    :func:`_pair_columns` fills the second half of each of the runs :math:`[0, \mu]` and :math:`[\mu + 1, c)`
+    with the flipped mirror image of its first half, so the first halves (:math:`c/2` bytes) determine the column
+    (:func:`whole_columns`). A balanced block of paired groups thus keeps in half the memory of its bytes.
+    """
+    rows = columns.shape[1]
+    source, target = columns.numpy(), out.numpy()
+    for group, m in enumerate(mu.tolist()):
+        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        target[group, :first] = source[group, :first]
+        target[group, first:] = source[group, m + 1 : m + 1 + second]
+    return out
+
+
+def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor) -> torch.Tensor:
+    """The paired columns ``(groups, c)`` from their halves (:func:`half_columns`), into ``out``: exactly the bytes drawn.
+
+    A mirrored byte is its partner's complement: ``^ 255``, and in the last group, whose unused bits are cleared,
+    ``^`` the mask of its used bits.
+    """
+    rows = out.shape[1]
+    last = halves.shape[0] - 1
+    source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
+    for group, m in enumerate(mu.tolist()):
+        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
+        head, tail, column = source[group, :first], source[group, first:], target[group]
+        column[:first] = head
+        _reversed_xor(head, flip, column[first : m + 1])
+        column[m + 1 : m + 1 + second] = tail
+        _reversed_xor(tail, flip, column[m + 1 + second :])
+    return out
+
+
 def columns(matrix: torch.Tensor) -> torch.Tensor:
-    """The transpose of ``matrix`` ``(rows, cols)``, contiguous, copied column by column (faster than strided)."""
-    return torch.stack(matrix.unbind(1))
+    """The transpose of ``matrix`` ``(rows, cols)`` (on the CPU), contiguous: NumPy's transposing copy (faster than torch's)."""
+    return torch.from_numpy(np.ascontiguousarray(matrix.numpy().T))
 
 
 def _byte_index(packed: torch.Tensor) -> torch.Tensor:

@@ -27,7 +27,11 @@ two hidden rows remain. Where the tied model's codes do not all fit in memory, i
 So a split step reads the codes three times and a tied one once, at :math:`d = 10^8`. Equal heads are computed
 once and opposite ones read off each other exactly (:class:`xorlib._packed.Lookup`); a single step size is
 scored as the stepped queries :math:`q + \kappa\delta` themselves (one look-up per head, the scores of the
-queries the step reports).
+queries the step reports). The split step's second pass, for the direction's top entries, sums every
+position's score over the first half of the groups only and completes the few whose partial sum can still
+reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
+the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
+twice :data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
@@ -45,11 +49,12 @@ from dataclasses import dataclass
 import torch
 
 from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms
-from ._packed import BlockView, Lookup, Pull
+from ._packed import PER_COORDINATE_BELOW, BlockView, Lookup, Pull, half_columns, whole_columns
 from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
-#: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated).
+#: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
+#: codes that do not all fit, up to twice as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
 
 
@@ -59,8 +64,10 @@ class CodeSource:
     Either way every pass sees the same blocks (they depend only on the seed), so the results do not
     depend on the choice. Packed blocks come as int32 look-up indices in buffers that the next block
     overwrites: a pass uses each block before asking for the next. Codes that fit whole as indices are
-    kept as indices; otherwise the first blocks are kept as bytes (4x smaller), as many as fit, unless
-    ``partial`` is false (a caller that reads the codes once where they do not all fit).
+    kept as indices, else codes that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
+    is false (a caller that reads the codes once where they do not all fit), the first blocks are kept, as
+    many as fit: balanced blocks that pair whole groups as the half of their bytes that determines the rest
+    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in twice the budget, others as bytes.
     """
 
     def __init__(
@@ -72,14 +79,21 @@ class CodeSource:
         self.groups = (codes.main + 7) // 8
         self.scale = 1.0 / math.sqrt(codes.nonzeros) if codes.packed else 1.0
         blocks = codes.num_blocks
-        largest = codes._block_range(0)[1] - codes._block_range(0)[0] if blocks else 0
+        largest = largest_rows(codes)
+        self.halves = False
         if codes.packed:
+            last = codes._block_range(blocks - 1) if blocks else (0, 0)
+            smallest = last[1] - last[0]
+            whole = codes.bulk * self.groups <= keep_bytes  # all the bytes fit: kept whole (as indices if they fit)
+            self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
             self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
-            per_block = largest * self.groups * self.kept_dtype.itemsize
+            per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
+            keep_bytes *= 2 if self.halves else 1
         else:
             self.kept_dtype, per_block = torch.float64, largest * codes.m * 8
         self.keep_blocks = blocks if per_block * blocks <= keep_bytes else keep_bytes // per_block if partial else 0
         self.kept: dict[int, torch.Tensor] = {}
+        self._mu: torch.Tensor | None = None  # (keep_blocks, groups): the pairings of the kept halves
         self._words: torch.Tensor | None = None
         self._store: torch.Tensor | None = None
         self._bytes: torch.Tensor | None = None
@@ -119,19 +133,35 @@ class CodeSource:
             self._words = torch.empty(-(-largest * self.groups // 8), dtype=torch.int64)
             self._bytes = torch.empty(self.groups, largest, dtype=torch.uint8)
             self._index = torch.empty(self.groups, largest, dtype=torch.int32, device=self.device)
-        if kept is None:
-            kept = self.codes._paired_columns(block, self._words, self._bytes[:, :rows])
-            if block < self.keep_blocks:  # into one buffer for all kept blocks, allocated once
-                if self._store is None:
-                    self._store = torch.empty(
-                        self.keep_blocks,
-                        self.groups,
-                        largest_rows(self.codes),
-                        dtype=self.kept_dtype,
-                        device=self.device,
-                    )
-                self.kept[block] = self._store[block, :, :rows].copy_(kept)
-        return self._index[:, :rows].copy_(kept)
+            self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
+        return self._index[:, :rows].copy_(self._columns(block, rows, self._words, self._bytes[:, :rows]))
+
+    def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
+        into ``out`` (``words``: the random words' buffer) and kept if it is among the first ``keep_blocks``."""
+        kept = self.kept.get(block)
+        if kept is not None and not self.halves:
+            return kept
+        if kept is not None:
+            return whole_columns(kept, self._mu[block], self.codes.main, out)
+        keep = block < self.keep_blocks and self._mu is not None
+        mu = self._mu[block] if keep and self.halves else None
+        columns = self.codes._paired_columns(block, words, out, mu)
+        if keep:  # into one buffer for all kept blocks, allocated once
+            if self._store is None:
+                largest = largest_rows(self.codes)
+                self._store = torch.empty(
+                    self.keep_blocks,
+                    self.groups,
+                    largest // 2 if self.halves else largest,
+                    dtype=self.kept_dtype,
+                    device=torch.device("cpu") if self.halves else self.device,
+                )
+            if self.halves:
+                self.kept[block] = half_columns(columns, mu, self._store[block, :, : rows // 2])
+            else:
+                self.kept[block] = self._store[block, :, :rows].copy_(columns)
+        return columns
 
     def row_view(self, position: int) -> BlockView:
         """A one-row view of ``position``: the bits of its block, so a look-up gives exactly the pass's score there."""
@@ -152,9 +182,12 @@ class CodeSource:
             rows = codes._dense_block(block, torch.float64, self.device)
             return BlockView(position, position + 1, m, m, 1.0, rows=rows[position - start : position - start + 1])
         columns = self.kept.get(block)
-        if columns is None:
+        if columns is None or self.halves:
             words = torch.empty(-(-(stop - start) * self.groups // 8), dtype=torch.int64)
-            columns = codes._paired_columns(block, words, torch.empty(self.groups, stop - start, dtype=torch.uint8))
+            out = torch.empty(self.groups, stop - start, dtype=torch.uint8)
+            columns = self._columns(block, stop - start, words, out) if columns is not None else None
+            if columns is None:
+                columns = codes._paired_columns(block, words, out)
         index = columns[:, position - start : position - start + 1].to(device=self.device, dtype=torch.int32)
         return BlockView(position, position + 1, m, codes.main, self.scale, index=index.contiguous())
 
@@ -432,27 +465,67 @@ def population_loss(stats: HeadStats, c0: float, c1: float) -> torch.Tensor:
     return loss(stats.moments, c0, c1)
 
 
+#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be.
+SCREEN_FRACTION = 0.5
+
+
 def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One pass: the ``k`` largest scores of each query row and their positions, ``(rows, k)`` each."""
+    """One pass: the ``k`` largest scores of each query row and their positions, ``(rows, k)`` each.
+
+    Once every row has ``k`` entries, a packed block's scores are first summed over the first groups only
+    (:data:`SCREEN_FRACTION` of them); the positions whose partial score plus the most the remaining groups can add
+    (:meth:`xorlib._packed.Lookup.remaining_range`, with its rounding slack) reaches a row's ``k``-th best so
+    far are completed with the same additions in the same order (:meth:`xorlib._packed.Lookup.finish`), and the
+    others cannot enter the top: the result is that of the full pass.
+    """
     lookup = Lookup(queries)
     best_values = torch.full((queries.shape[0], 0), 0.0, dtype=queries.dtype, device=queries.device)
     best_index = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
+    screens = bool(lookup.distinct) and all(slot >= 0 for slot, _ in lookup.plan)
+    bounds = None
     for view in views():
-        best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
+        if view.rows is not None or not screens or best_values.shape[-1] < k:
+            best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
+            continue
+        if bounds is None:
+            bounds = lookup.remaining_range(view.main, view.scale)
+        high, low, slack = bounds
+        first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
+        partial = lookup.distinct_scores(view, first)  # (distinct, rows)
+        reach = None
+        for head, (slot, sign) in enumerate(lookup.plan):
+            if sign > 0:
+                upper = partial[slot] + high[slot, first]
+            else:  # the negated query's score is minus the slot's, at most -(partial + low)
+                upper = torch.sub(-low[slot, first], partial[slot])
+            hit = upper >= best_values[head, -1] - slack
+            reach = hit if reach is None else reach.logical_or_(hit)
+        columns = reach.nonzero().squeeze(1)
+        if columns.numel():
+            found = lookup.finish(partial[:, columns], view, columns, first)
+            found = found if lookup.identity else lookup.assemble(found)
+            best_values, best_index = _merge_top(best_values, best_index, found, view.start, k, columns)
     return best_values, best_index
 
 
 def _merge_top(
-    values: torch.Tensor, index: torch.Tensor, x: torch.Tensor, start: int, k: int
+    values: torch.Tensor,
+    index: torch.Tensor,
+    x: torch.Tensor,
+    start: int,
+    k: int,
+    columns: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest of ``values`` ``(..., j)`` and of ``x`` ``(..., rows)`` (positions from ``start``), with their positions.
 
-    A block whose largest entry is below every row's ``k``-th best so far is skipped (one reduction).
+    ``columns``: the offsets from ``start`` of the columns of ``x`` (else ``0, 1, ...``). A block whose largest
+    entry is below every row's ``k``-th best so far is skipped (one reduction).
     """
     if values.shape[-1] == k and bool((x.amax(-1) < values[..., -1]).all()):
         return values, index
     best = torch.topk(x, min(k, x.shape[-1]), dim=-1)  # the block's best, then merged with the best so far
-    values, index = torch.cat([values, best.values], dim=-1), torch.cat([index, best.indices + start], dim=-1)
+    offsets = best.indices if columns is None else columns[best.indices]
+    values, index = torch.cat([values, best.values], dim=-1), torch.cat([index, offsets + start], dim=-1)
     best = torch.topk(values, min(k, values.shape[-1]), dim=-1)
     return best.values, torch.gather(index, -1, best.indices)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from itertools import islice
 
 import mpmath
 import pytest
@@ -17,7 +18,7 @@ import torch
 from _tolerance import assert_close, gamma
 
 from xorlib import one_step
-from xorlib._packed import Lookup, Pull, _byte_index
+from xorlib._packed import Lookup, Pull, _byte_index, _pair_columns, half_columns, whole_columns
 from xorlib._stream import (
     CodeSource,
     after_from_candidates,
@@ -61,14 +62,16 @@ def test_drawn_blocks_have_the_bits_of_the_public_packed_blocks(d: int, m: int, 
             assert torch.equal(drawn.rows, view.rows)
 
 
-@pytest.mark.parametrize("keep", [0, 2**16, 2**30])
-def test_kept_and_regenerated_blocks_are_the_same(keep: int) -> None:
-    codes = Codes(3 * BLOCK + 8, 13, seed=2)
-    fresh = [view.byte_index().clone() for view in CodeSource(codes, torch.device("cpu"), keep_bytes=0)()]
+@pytest.mark.parametrize("keep", [0, 2**16, 2**17, 2**30])
+@pytest.mark.parametrize(("d", "kind"), [(3 * BLOCK + 8, "balanced"), (3 * BLOCK + 9, "balanced"), (3 * BLOCK, "iid")])
+def test_kept_and_regenerated_blocks_are_the_same(keep: int, d: int, kind: str) -> None:
+    codes = Codes(d, 13, seed=2, kind=kind)  # 2**16 and 2**17 keep one or two blocks as halves (balanced)
+    bulk = codes.num_blocks  # the packed blocks (odd d: the tail's dense rows follow)
+    fresh = [view.byte_index().clone() for view in islice(CodeSource(codes, torch.device("cpu"), keep_bytes=0)(), bulk)]
     source = CodeSource(codes, torch.device("cpu"), keep_bytes=keep)
     for _ in range(2):  # the first pass draws (and keeps what fits), the second reads the kept ones
-        assert all(torch.equal(a, v.byte_index()) for a, v in zip(fresh, source(), strict=True))
-    for position in (0, BLOCK + 5, codes.d - 1):
+        assert all(torch.equal(a, v.byte_index()) for a, v in zip(fresh, islice(source(), bulk), strict=True))
+    for position in (0, BLOCK + 5, codes.bulk - 1):
         block = codes._block_of(position)
         offset = position - codes._block_range(block)[0]
         assert torch.equal(source.row_view(position).byte_index()[:, 0], fresh[block][:, offset])
@@ -273,3 +276,22 @@ def test_the_refusal_names_the_largest_step_the_allowance_certifies() -> None:
     with pytest.raises(ValueError, match=r"kappa = 2\.05e\+28.*beyond the .* that float64 certifies"):
         one_step(1024, "split", seed=1, sigma=1000)
     assert math.isfinite(float(one_step(1024, "split", seed=0, sigma=1000).worst_case.upper))
+
+
+@pytest.mark.parametrize("rows", [2, 10, 16, 2**14 + 6])
+def test_pairing_and_halves_are_the_involution_and_its_inverse(rows: int) -> None:
+    """_pair_columns (eight bytes at a time) against the involution written out; whole_columns inverts half_columns."""
+    gen = torch.Generator().manual_seed(rows)
+    raw = torch.randint(0, 256, (5, rows), dtype=torch.uint8, generator=gen)
+    mu = 2 * torch.randint(0, rows // 2, (5,), generator=gen) + 1
+    mu[0] = 1
+    mu[1] = rows - 1
+    index = torch.arange(rows)
+    partner = (mu.unsqueeze(1) - index) % rows
+    expected = torch.gather(raw, 1, torch.minimum(index, partner)) ^ (255 * (index > partner)).to(torch.uint8)
+    paired = _pair_columns(raw.clone(), mu)
+    assert torch.equal(paired, expected)
+    main = 8 * 5 - 3  # the last group's unused bits cleared, as the codes do
+    paired[-1] &= (1 << (main % 8)) - 1
+    halves = half_columns(paired, mu, torch.empty(5, rows // 2, dtype=torch.uint8))
+    assert torch.equal(whole_columns(halves, mu, main, torch.empty_like(paired)), paired)
