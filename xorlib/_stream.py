@@ -28,7 +28,7 @@ So a split step reads the codes three times and a tied one once, at :math:`d = 1
 once and opposite ones read off each other exactly (:class:`xorlib._packed.Lookup`); a single step size is
 scored as the stepped queries :math:`q + \kappa\delta` themselves (one look-up per head, the scores of the
 queries the step reports). The split step's second pass, for the direction's top entries, sums every
-position's score over the first half of the groups only and completes the few whose partial sum can still
+position's score over the first four sevenths of the groups only and completes the few whose partial sum can still
 reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
 the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
 twice :data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
@@ -465,8 +465,9 @@ def population_loss(stats: HeadStats, c0: float, c1: float) -> torch.Tensor:
     return loss(stats.moments, c0, c1)
 
 
-#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be.
-SCREEN_FRACTION = 0.5
+#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be
+#: (8 of 14 groups at :math:`d = 10^8`: with half of them, about one position in seven still had to be completed there).
+SCREEN_FRACTION = 4 / 7
 
 
 def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
