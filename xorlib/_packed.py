@@ -131,13 +131,22 @@ class Lookup:
                     out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
         return found
 
-    def finish(self, partial: torch.Tensor, view: BlockView, columns: torch.Tensor, groups: int) -> torch.Tensor:
+    def finish(
+        self,
+        partial: torch.Tensor,
+        view: BlockView,
+        columns: torch.Tensor,
+        groups: int,
+        index: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Continue the partial sums ``(distinct, n)`` over the first ``groups`` groups of the block's rows ``columns``.
 
         The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
+        ``index``: the look-up indices ``(remaining groups, n)`` of those rows, if the view holds only the first groups.
         """
         tables = self.tables(view.main, view.scale)
-        index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
+        if index is None:
+            index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
         part = torch.empty_like(partial[0])
         for slot in range(tables.shape[0]):
             for group in range(index.shape[0]):
@@ -318,26 +327,69 @@ def paired_columns(
     balanced: bool,
     out: torch.Tensor,
     mu_out: torch.Tensor | None = None,
+    groups: int | None = None,
 ) -> torch.Tensor:
     r"""The packed bytes of a block drawn as ``raw`` ``(rows, groups)``, as columns ``(groups, rows)`` written to ``out``.
 
     The same bits as :func:`pair_rows` (then the unused bits of the last group cleared), transposed group by
     group into ``out`` (uint8) and paired there. ``mu_out`` ``(groups,)``, if given, receives the pairing's
-    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`).
+    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`). With ``groups`` (blocks
+    that pair whole groups, or unbalanced ones), only the first ``groups`` columns are written (the same draws:
+    :func:`raw_column_bytes` reads any other byte off ``raw``).
     """
     rows = raw.shape[0]
     if balanced and rows < PER_COORDINATE_BELOW:
         out.copy_(pair_rows(raw, rows, main, gen).t())
     else:
-        np.copyto(out.numpy(), raw.numpy().T)  # on the CPU: NumPy's transposing copy is the faster one
+        written = raw.shape[1] if groups is None else groups
+        np.copyto(out[:written].numpy(), raw[:, :written].numpy().T)  # NumPy's transposing copy is the faster one
         if balanced:
             mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
-            _pair_columns(out, mu)
+            _pair_columns(out[:written], mu[:written])
             if mu_out is not None:
                 mu_out.copy_(mu)
+        if written < raw.shape[1]:
+            return out
     if main % 8:
         out[-1] &= (1 << (main % 8)) - 1
     return out
+
+
+def _mirrored(mu: torch.Tensor, columns: torch.Tensor, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """For groups paired by ``mu`` ``(g, 1)`` and rows ``columns`` ``(n,)``: the row whose byte each takes, and whether flipped."""
+    partner = torch.remainder(mu - columns, rows)  # (g, n)
+    flipped = columns > partner
+    return torch.where(flipped, partner, columns), flipped
+
+
+def _flips(groups: torch.Tensor, total: int, main: int) -> torch.Tensor:
+    """The byte a mirrored byte is xor-ed with, per group of ``groups`` ``(g,)``: 255, or the last group's mask."""
+    flips = torch.full(groups.shape, 255, dtype=torch.uint8)
+    if main % 8:
+        flips[groups == total - 1] = (1 << (main % 8)) - 1
+    return flips
+
+
+def raw_column_bytes(
+    raw: torch.Tensor, mu: torch.Tensor | None, main: int, columns: torch.Tensor, first: int
+) -> torch.Tensor:
+    """The bytes ``(groups - first, n)`` of :func:`paired_columns` at rows ``columns`` of the groups from ``first`` on.
+
+    Read off the draws ``raw`` ``(rows, groups)`` (``mu``: the pairing of each group, ``None`` unbalanced): exactly
+    the bytes that :func:`paired_columns` writes there.
+    """
+    rows, total = raw.shape
+    groups = torch.arange(first, total)
+    if mu is None:
+        source, flipped = columns.expand(total - first, -1), None
+    else:
+        source, flipped = _mirrored(mu[first:].unsqueeze(1), columns, rows)
+    found = raw[source, groups.unsqueeze(1)]
+    if flipped is not None:
+        found ^= flipped.to(torch.uint8) * 255
+    if main % 8 and total - 1 >= first:
+        found[-1] &= (1 << (main % 8)) - 1
+    return found
 
 
 def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -356,16 +408,19 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     return out
 
 
-def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor) -> torch.Tensor:
+def whole_columns(
+    halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor, groups: int | None = None
+) -> torch.Tensor:
     """The paired columns ``(groups, c)`` from their halves (:func:`half_columns`), into ``out``: exactly the bytes drawn.
 
     A mirrored byte is its partner's complement: ``^ 255``, and in the last group, whose unused bits are cleared,
-    ``^`` the mask of its used bits.
+    ``^`` the mask of its used bits. With ``groups``, only the first ``groups`` columns (:func:`half_column_bytes`
+    reads any other byte off the halves).
     """
     rows = out.shape[1]
     last = halves.shape[0] - 1
     source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
-    for group, m in enumerate(mu.tolist()):
+    for group, m in enumerate(mu.tolist()[:groups]):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
         flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
         head, tail, column = source[group, :first], source[group, first:], target[group]
@@ -374,6 +429,19 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.
         column[m + 1 : m + 1 + second] = tail
         _reversed_xor(tail, flip, column[m + 1 + second :])
     return out
+
+
+def half_column_bytes(
+    halves: torch.Tensor, mu: torch.Tensor, main: int, rows: int, columns: torch.Tensor, first: int
+) -> torch.Tensor:
+    """The bytes ``(groups - first, n)`` of :func:`whole_columns` at rows ``columns`` of the groups from ``first`` on."""
+    total = halves.shape[0]
+    mu = mu[first:].unsqueeze(1)
+    source, flipped = _mirrored(mu, columns, rows)
+    # a run's first half is kept: rows [0, (mu + 1) / 2) at their place, rows [mu + 1, ...) after them
+    position = torch.where(source <= mu, source, source - (mu + 1) // 2)
+    found = torch.gather(halves[first:], 1, position)
+    return found ^ (flipped.to(torch.uint8) * _flips(torch.arange(first, total), total, main).unsqueeze(1))
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:

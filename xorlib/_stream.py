@@ -44,15 +44,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms
-from ._packed import PER_COORDINATE_BELOW, BlockView, Lookup, Pull, half_columns, whole_columns
+from ._packed import (
+    PER_COORDINATE_BELOW,
+    BlockView,
+    Lookup,
+    Pull,
+    half_column_bytes,
+    half_columns,
+    raw_column_bytes,
+    whole_columns,
+)
 from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
+Rest = Callable[[torch.Tensor], torch.Tensor]  # a block's remaining look-up indices at some rows (CodeSource.screened)
 #: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
 #: codes that do not all fit, up to twice as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
@@ -99,6 +109,7 @@ class CodeSource:
         self._bytes: torch.Tensor | None = None
         self._index: torch.Tensor | None = None
         self._tail: torch.Tensor | None = None
+        self._drawn_mu: torch.Tensor | None = None  # (groups,): the pairing of the block last drawn (not kept)
 
     @property
     def keeps_all(self) -> bool:
@@ -119,21 +130,78 @@ class CodeSource:
                 continue
             yield BlockView(start, stop, m, main, scale, index=self._block_index(block, stop - start))
         if codes.odd_balanced:
-            if self._tail is None:
-                self._tail = (codes._tail_signs() * scale).to(device=self.device, dtype=torch.float64)
-            yield BlockView(codes.bulk, codes.d, m, main, scale, rows=self._tail)
+            yield from self._tail_views()
 
-    def _block_index(self, block: int, rows: int) -> torch.Tensor:
-        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
-        kept = self.kept.get(block)
-        if kept is not None and kept.dtype == torch.int32:
-            return kept
+    def screened(self, first: int) -> Iterator[tuple[BlockView, Rest | None]]:
+        """The blocks of a pass, packed ones with the look-up indices of their first ``first`` groups only, each with
+        ``rest(columns)``: the indices ``(groups - first, n)`` of the other groups at those rows (``None``: dense).
+
+        The same bytes as :meth:`__call__`. Balanced blocks kept as halves, and those drawn again, build only the
+        first groups' columns and read the few bytes asked for off the halves or the draws
+        (:func:`xorlib._packed.half_column_bytes`, :func:`xorlib._packed.raw_column_bytes`).
+        """
+        codes, main = self.codes, self.codes.main
+        if not (codes.packed and self.halves):
+            for view in self():
+                index = view.index
+                if index is None:
+                    yield view, None
+                else:
+                    yield replace(view, index=index[:first]), lambda columns, index=index: index[first:, columns]
+            return
+        for block in range(codes.num_blocks):
+            start, stop = codes._block_range(block)
+            rows = stop - start
+            kept = self.kept.get(block)
+            if kept is None and block < self.keep_blocks:  # not kept yet: drawn whole, and kept
+                index = self._block_index(block, rows)
+                yield self._view(block, index[:first]), lambda columns, index=index: index[first:, columns]
+                continue
+            self._buffers()
+            out = self._bytes[:, :rows]
+            if kept is not None:
+                mu = self._mu[block]
+                whole_columns(kept, mu, main, out, first)
+
+                def rest(columns: torch.Tensor, kept=kept, mu=mu, rows=rows) -> torch.Tensor:
+                    return half_column_bytes(kept, mu, main, rows, columns, first).to(torch.int32)
+
+            else:
+                codes._paired_columns(block, self._words, out, self._drawn_mu, first)
+                raw = self._words.view(torch.uint8)[: rows * self.groups].view(rows, self.groups)
+
+                def rest(columns: torch.Tensor, raw=raw) -> torch.Tensor:
+                    return raw_column_bytes(raw, self._drawn_mu, main, columns, first).to(torch.int32)
+
+            yield self._view(block, self._index[:first, :rows].copy_(out[:first])), rest
+        if codes.odd_balanced:
+            yield next(iter(self._tail_views())), None
+
+    def _view(self, block: int, index: torch.Tensor) -> BlockView:
+        start, stop = self.codes._block_range(block)
+        return BlockView(start, stop, self.codes.m, self.codes.main, self.scale, index=index)
+
+    def _tail_views(self) -> Iterator[BlockView]:
+        if self._tail is None:
+            self._tail = (self.codes._tail_signs() * self.scale).to(device=self.device, dtype=torch.float64)
+        yield BlockView(self.codes.bulk, self.codes.d, self.codes.m, self.codes.main, self.scale, rows=self._tail)
+
+    def _buffers(self) -> None:
+        """Allocate the reused buffers of drawn blocks (once)."""
         if self._index is None:
             largest = largest_rows(self.codes)
             self._words = torch.empty(-(-largest * self.groups // 8), dtype=torch.int64)
             self._bytes = torch.empty(self.groups, largest, dtype=torch.uint8)
             self._index = torch.empty(self.groups, largest, dtype=torch.int32, device=self.device)
             self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
+            self._drawn_mu = torch.zeros(self.groups, dtype=torch.long)
+
+    def _block_index(self, block: int, rows: int) -> torch.Tensor:
+        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
+        kept = self.kept.get(block)
+        if kept is not None and kept.dtype == torch.int32:
+            return kept
+        self._buffers()
         return self._index[:, :rows].copy_(self._columns(block, rows, self._words, self._bytes[:, :rows]))
 
     def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -483,27 +551,38 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
     best_values = torch.full((queries.shape[0], 0), 0.0, dtype=queries.dtype, device=queries.device)
     best_index = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
     screens = bool(lookup.distinct) and all(slot >= 0 for slot, _ in lookup.plan)
+    screened = getattr(views, "screened", None) if screens else None
+    if screened is not None:  # a CodeSource: packed blocks come with their first groups only
+        first = max(1, int(views.groups * SCREEN_FRACTION))
+        blocks = screened(first)
+    else:
+        blocks = ((view, None) for view in views())
     bounds = None
-    for view in views():
-        if view.rows is not None or not screens or best_values.shape[-1] < k:
+    for view, rest in blocks:
+        if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
             continue
         if bounds is None:
             bounds = lookup.remaining_range(view.main, view.scale)
         high, low, slack = bounds
-        first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
+        if rest is None:
+            first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
         partial = lookup.distinct_scores(view, first)  # (distinct, rows)
-        reach = None
-        for head, (slot, sign) in enumerate(lookup.plan):
-            if sign > 0:
-                upper = partial[slot] + high[slot, first]
-            else:  # the negated query's score is minus the slot's, at most -(partial + low)
-                upper = torch.sub(-low[slot, first], partial[slot])
-            hit = upper >= best_values[head, -1] - slack
-            reach = hit if reach is None else reach.logical_or_(hit)
-        columns = reach.nonzero().squeeze(1)
+        if best_values.shape[-1] < k:  # every row is completed
+            columns = torch.arange(partial.shape[1], device=partial.device)
+        else:
+            reach = None
+            for head, (slot, sign) in enumerate(lookup.plan):
+                if sign > 0:
+                    upper = partial[slot] + high[slot, first]
+                else:  # the negated query's score is minus the slot's, at most -(partial + low)
+                    upper = torch.sub(-low[slot, first], partial[slot])
+                hit = upper >= best_values[head, -1] - slack
+                reach = hit if reach is None else reach.logical_or_(hit)
+            columns = reach.nonzero().squeeze(1)
         if columns.numel():
-            found = lookup.finish(partial[:, columns], view, columns, first)
+            index = None if rest is None else rest(columns)
+            found = lookup.finish(partial[:, columns], view, columns, first, index)
             found = found if lookup.identity else lookup.assemble(found)
             best_values, best_index = _merge_top(best_values, best_index, found, view.start, k, columns)
     return best_values, best_index
