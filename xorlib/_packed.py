@@ -198,8 +198,9 @@ class Pull:
     Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value
     and the weights' total; :meth:`result` reads each coordinate's sum off the 256 bins once:
     :math:`\text{scale}\cdot(\sum_k w_k - 2\sum_{k:\ \text{bit set}} w_k)`. Weight vectors are histogrammed
-    two at a time, as the real and imaginary parts of complex weights (``index_add_``: the parts are summed
-    separately, in the same order, at about the cost of one); a last odd one by ``torch.bincount``. Dense
+    two at a time, as the real and imaginary parts of complex weights, all pairs in one ``scatter_add_`` per
+    group (each bin adds its weights one by one in the order of the rows, as ``index_add_`` does, at about half
+    its cost); a last odd one by ``torch.bincount``. Dense
     blocks add ``w @ rows``. :meth:`scale_` multiplies what has been accumulated (a running shift).
     """
 
@@ -210,6 +211,7 @@ class Pull:
         self.single: torch.Tensor | None = None  # (groups, 256) real, for an odd last column
         self.total = like.new_zeros(columns)
         self.main, self.scale = m, 1.0
+        self._bins: torch.Tensor | None = None
 
     def add(
         self, view: BlockView, weights: torch.Tensor | list[torch.Tensor], totals: torch.Tensor | None = None
@@ -224,10 +226,16 @@ class Pull:
             self.main, self.scale = view.main, view.scale
             self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
-        for slot in range(paired):
-            both = torch.complex(weights[2 * slot], weights[2 * slot + 1])
+        if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
+            both = torch.complex(
+                torch.stack([weights[2 * slot] for slot in range(paired)]),
+                torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
+            )
+            if self._bins is None or self._bins.shape[0] < both.shape[1]:
+                self._bins = torch.empty(both.shape[1], dtype=torch.int64, device=both.device)
+            bins = self._bins[: both.shape[1]]  # scatter_add_ takes int64 indices: one reused buffer
             for group in range(groups):
-                self.pairs[slot, group].index_add_(0, index[group], both)
+                self.pairs[:, group].scatter_add_(1, bins.copy_(index[group]).expand(paired, -1), both)
         for slot in range(self.single.shape[0]):
             column = weights[2 * paired + slot]
             for group in range(groups):
