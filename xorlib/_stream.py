@@ -31,7 +31,8 @@ queries the step reports). The split step's second pass, for the direction's top
 position's score over the first four sevenths of the groups only and completes the few whose partial sum can still
 reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
 the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
-twice :data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
+:data:`HALVES_FACTOR` times :data:`KEEP_CODES_BYTES`: 96 % of them at :math:`d = 10^8`) and regenerate the
+others.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
@@ -64,8 +65,11 @@ from .codes import Codes
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
 Rest = Callable[[torch.Tensor], torch.Tensor]  # a block's remaining look-up indices at some rows (CodeSource.screened)
 #: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
-#: codes that do not all fit, up to twice as many bytes as halves (:class:`CodeSource`).
+#: codes that do not all fit, up to :data:`HALVES_FACTOR` times as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
+#: Halves may take this multiple of :data:`KEEP_CODES_BYTES` (640 MiB: 96 % of the blocks at :math:`d = 10^8`, whose
+#: split step then peaks at about 0.95 GB for the whole process).
+HALVES_FACTOR = 2.5
 
 
 class CodeSource:
@@ -77,7 +81,8 @@ class CodeSource:
     kept as indices, else codes that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
     is false (a caller that reads the codes once where they do not all fit), the first blocks are kept, as
     many as fit: balanced blocks that pair whole groups as the half of their bytes that determines the rest
-    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in twice the budget, others as bytes.
+    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in :data:`HALVES_FACTOR` times the budget,
+    others as bytes.
     """
 
     def __init__(
@@ -98,7 +103,7 @@ class CodeSource:
             self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
             self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
             per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
-            keep_bytes *= 2 if self.halves else 1
+            keep_bytes = int(keep_bytes * HALVES_FACTOR) if self.halves else keep_bytes
         else:
             self.kept_dtype, per_block = torch.float64, largest * codes.m * 8
         self.keep_blocks = blocks if per_block * blocks <= keep_bytes else keep_bytes // per_block if partial else 0
