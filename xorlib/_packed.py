@@ -227,10 +227,13 @@ class Pull:
             self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
         if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
-            both = torch.complex(
-                torch.stack([weights[2 * slot] for slot in range(paired)]),
-                torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
-            )
+            if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place
+                both = torch.complex(weights[0 : 2 * paired : 2], weights[1 : 2 * paired : 2])
+            else:
+                both = torch.complex(
+                    torch.stack([weights[2 * slot] for slot in range(paired)]),
+                    torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
+                )
             if self._bins is None or self._bins.shape[0] < both.shape[1]:
                 self._bins = torch.empty(both.shape[1], dtype=torch.int64, device=both.device)
             bins = self._bins[: both.shape[1]]  # scatter_add_ takes int64 indices: one reused buffer

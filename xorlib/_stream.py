@@ -497,11 +497,13 @@ def _opposite_heads(
             sums *= factors
             pull.scale_(factors.reshape(-1))
             top = grown
-        a, b = torch.sub(s, top[0]).exp_(), torch.rsub(s, -top[1]).exp_()  # e^{s - M}, e^{-s - M'}
-        a2, b2 = a * a, b * b
+        weights = s.new_empty(4, s.shape[0])  # A, A^2, B, B^2: the pull-back's columns, written in place
+        a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
+        b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
+        a2, b2 = torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])
         block = torch.stack([a.sum(), a2.sum(), b.sum(), b2.sum()])
         sums += block.view(2, 2)
-        pull.add(view, [a, a2, b, b2], block)
+        pull.add(view, weights, block)
     d = views.d
     lse_1, lse_2 = sums.log().add_(top.unsqueeze(1) * torch.tensor([1.0, 2.0], **like)).unbind(1)  # lse(x), lse(2x)
     flat = torch.tensor(math.log(d), **like)
