@@ -42,6 +42,7 @@ class BlockView:
     packed: torch.Tensor | None = None
     rows: torch.Tensor | None = None
     index: torch.Tensor | None = None
+    columns: torch.Tensor | None = None  # with ``index``, possibly: the same bytes as uint8 ``(groups, rows)``
 
     def byte_index(self) -> torch.Tensor:
         """The bytes as int32 look-up indices ``(groups, rows)``, one contiguous row per group."""
@@ -236,9 +237,11 @@ class Pull:
                 )
             if self._bins is None or self._bins.shape[0] < both.shape[1]:
                 self._bins = torch.empty(both.shape[1], dtype=torch.int64, device=both.device)
-            bins = self._bins[: both.shape[1]]  # scatter_add_ takes int64 indices: one reused buffer
+            # scatter_add_ takes int64 indices: one reused buffer, filled from the bytes where at hand (faster)
+            bins = self._bins[: both.shape[1]]
+            source = view.columns if view.columns is not None and view.columns.device == both.device else index
             for group in range(groups):
-                self.pairs[:, group].scatter_add_(1, bins.copy_(index[group]).expand(paired, -1), both)
+                self.pairs[:, group].scatter_add_(1, bins.copy_(source[group]).expand(paired, -1), both)
         for slot in range(self.single.shape[0]):
             column = weights[2 * paired + slot]
             for group in range(groups):

@@ -115,6 +115,7 @@ class CodeSource:
         self._index: torch.Tensor | None = None
         self._tail: torch.Tensor | None = None
         self._drawn_mu: torch.Tensor | None = None  # (groups,): the pairing of the block last drawn (not kept)
+        self._last_columns: torch.Tensor | None = None  # the bytes of the block last indexed (uint8), if at hand
 
     @property
     def keeps_all(self) -> bool:
@@ -133,7 +134,8 @@ class CodeSource:
                         self.kept[block] = rows
                 yield BlockView(start, stop, m, m, 1.0, rows=rows)
                 continue
-            yield BlockView(start, stop, m, main, scale, index=self._block_index(block, stop - start))
+            index = self._block_index(block, stop - start)
+            yield BlockView(start, stop, m, main, scale, index=index, columns=self._last_columns)
         if codes.odd_balanced:
             yield from self._tail_views()
 
@@ -204,10 +206,12 @@ class CodeSource:
     def _block_index(self, block: int, rows: int) -> torch.Tensor:
         """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
         kept = self.kept.get(block)
+        self._last_columns = None
         if kept is not None and kept.dtype == torch.int32:
             return kept
         self._buffers()
-        return self._index[:, :rows].copy_(self._columns(block, rows, self._words, self._bytes[:, :rows]))
+        self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
+        return self._index[:, :rows].copy_(self._last_columns)
 
     def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
