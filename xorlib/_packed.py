@@ -213,6 +213,7 @@ class Pull:
         self.total = like.new_zeros(columns)
         self.main, self.scale = m, 1.0
         self._bins: torch.Tensor | None = None
+        self._both: torch.Tensor | None = None
 
     def add(
         self, view: BlockView, weights: torch.Tensor | list[torch.Tensor], totals: torch.Tensor | None = None
@@ -228,8 +229,11 @@ class Pull:
             self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
         if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
-            if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place
-                both = torch.complex(weights[0 : 2 * paired : 2], weights[1 : 2 * paired : 2])
+            if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place, into a reused buffer
+                rows = weights.shape[1]
+                if self._both is None or self._both.shape[1] < rows:
+                    self._both = torch.empty(paired, rows, dtype=torch.complex128, device=weights.device)
+                both = torch.complex(weights[0 : 2 * paired : 2], weights[1 : 2 * paired : 2], out=self._both[:, :rows])
             else:
                 both = torch.complex(
                     torch.stack([weights[2 * slot] for slot in range(paired)]),

@@ -491,6 +491,7 @@ def _opposite_heads(
     top = torch.full((2,), -torch.inf, **like)  # running maximum of s and of -s
     sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)}
     pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
+    buffer = None
     for view in views():
         s = (queries[:1] @ view.rows.T)[0] if view.rows is not None else lookup.distinct_scores(view)[0]
         high = torch.stack([s.amax(), -s.amin()])  # of s and of -s
@@ -501,7 +502,9 @@ def _opposite_heads(
             sums *= factors
             pull.scale_(factors.reshape(-1))
             top = grown
-        weights = s.new_empty(4, s.shape[0])  # A, A^2, B, B^2: the pull-back's columns, written in place
+        if buffer is None or buffer.shape[1] < s.shape[0]:
+            buffer = s.new_empty(4, s.shape[0])  # A, A^2, B, B^2: the pull-back's columns, reused block to block
+        weights = buffer[:, : s.shape[0]]
         a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
         b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
         a2, b2 = torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])
