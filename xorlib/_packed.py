@@ -42,6 +42,7 @@ class BlockView:
     packed: torch.Tensor | None = None
     rows: torch.Tensor | None = None
     index: torch.Tensor | None = None
+    columns: torch.Tensor | None = None  # with ``index``, possibly: the same bytes as uint8 ``(groups, rows)``
 
     def byte_index(self) -> torch.Tensor:
         """The bytes as int32 look-up indices ``(groups, rows)``, one contiguous row per group."""
@@ -131,13 +132,22 @@ class Lookup:
                     out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
         return found
 
-    def finish(self, partial: torch.Tensor, view: BlockView, columns: torch.Tensor, groups: int) -> torch.Tensor:
+    def finish(
+        self,
+        partial: torch.Tensor,
+        view: BlockView,
+        columns: torch.Tensor,
+        groups: int,
+        index: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Continue the partial sums ``(distinct, n)`` over the first ``groups`` groups of the block's rows ``columns``.
 
         The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
+        ``index``: the look-up indices ``(remaining groups, n)`` of those rows, if the view holds only the first groups.
         """
         tables = self.tables(view.main, view.scale)
-        index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
+        if index is None:
+            index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
         part = torch.empty_like(partial[0])
         for slot in range(tables.shape[0]):
             for group in range(index.shape[0]):
@@ -189,8 +199,9 @@ class Pull:
     Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value
     and the weights' total; :meth:`result` reads each coordinate's sum off the 256 bins once:
     :math:`\text{scale}\cdot(\sum_k w_k - 2\sum_{k:\ \text{bit set}} w_k)`. Weight vectors are histogrammed
-    two at a time, as the real and imaginary parts of complex weights (``index_add_``: the parts are summed
-    separately, in the same order, at about the cost of one); a last odd one by ``torch.bincount``. Dense
+    two at a time, as the real and imaginary parts of complex weights, all pairs in one ``scatter_add_`` per
+    group (each bin adds its weights one by one in the order of the rows, as ``index_add_`` does, at about half
+    its cost); a last odd one by ``torch.bincount``. Dense
     blocks add ``w @ rows``. :meth:`scale_` multiplies what has been accumulated (a running shift).
     """
 
@@ -201,6 +212,8 @@ class Pull:
         self.single: torch.Tensor | None = None  # (groups, 256) real, for an odd last column
         self.total = like.new_zeros(columns)
         self.main, self.scale = m, 1.0
+        self._bins: torch.Tensor | None = None
+        self._both: torch.Tensor | None = None
 
     def add(
         self, view: BlockView, weights: torch.Tensor | list[torch.Tensor], totals: torch.Tensor | None = None
@@ -215,10 +228,24 @@ class Pull:
             self.main, self.scale = view.main, view.scale
             self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
-        for slot in range(paired):
-            both = torch.complex(weights[2 * slot], weights[2 * slot + 1])
+        if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
+            if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place, into a reused buffer
+                rows = weights.shape[1]
+                if self._both is None or self._both.shape[1] < rows:
+                    self._both = torch.empty(paired, rows, dtype=torch.complex128, device=weights.device)
+                both = torch.complex(weights[0 : 2 * paired : 2], weights[1 : 2 * paired : 2], out=self._both[:, :rows])
+            else:
+                both = torch.complex(
+                    torch.stack([weights[2 * slot] for slot in range(paired)]),
+                    torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
+                )
+            if self._bins is None or self._bins.shape[0] < both.shape[1]:
+                self._bins = torch.empty(both.shape[1], dtype=torch.int64, device=both.device)
+            # scatter_add_ takes int64 indices: one reused buffer, filled from the bytes where at hand (faster)
+            bins = self._bins[: both.shape[1]]
+            source = view.columns if view.columns is not None and view.columns.device == both.device else index
             for group in range(groups):
-                self.pairs[slot, group].index_add_(0, index[group], both)
+                self.pairs[:, group].scatter_add_(1, bins.copy_(source[group]).expand(paired, -1), both)
         for slot in range(self.single.shape[0]):
             column = weights[2 * paired + slot]
             for group in range(groups):
@@ -318,26 +345,69 @@ def paired_columns(
     balanced: bool,
     out: torch.Tensor,
     mu_out: torch.Tensor | None = None,
+    groups: int | None = None,
 ) -> torch.Tensor:
     r"""The packed bytes of a block drawn as ``raw`` ``(rows, groups)``, as columns ``(groups, rows)`` written to ``out``.
 
     The same bits as :func:`pair_rows` (then the unused bits of the last group cleared), transposed group by
     group into ``out`` (uint8) and paired there. ``mu_out`` ``(groups,)``, if given, receives the pairing's
-    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`).
+    :math:`\mu` of each group where the block pairs whole groups (:func:`half_columns`). With ``groups`` (blocks
+    that pair whole groups, or unbalanced ones), only the first ``groups`` columns are written (the same draws:
+    :func:`raw_column_bytes` reads any other byte off ``raw``).
     """
     rows = raw.shape[0]
     if balanced and rows < PER_COORDINATE_BELOW:
         out.copy_(pair_rows(raw, rows, main, gen).t())
     else:
-        np.copyto(out.numpy(), raw.numpy().T)  # on the CPU: NumPy's transposing copy is the faster one
+        written = raw.shape[1] if groups is None else groups
+        np.copyto(out[:written].numpy(), raw[:, :written].numpy().T)  # NumPy's transposing copy is the faster one
         if balanced:
             mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
-            _pair_columns(out, mu)
+            _pair_columns(out[:written], mu[:written])
             if mu_out is not None:
                 mu_out.copy_(mu)
+        if written < raw.shape[1]:
+            return out
     if main % 8:
         out[-1] &= (1 << (main % 8)) - 1
     return out
+
+
+def _mirrored(mu: torch.Tensor, columns: torch.Tensor, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """For groups paired by ``mu`` ``(g, 1)`` and rows ``columns`` ``(n,)``: the row whose byte each takes, and whether flipped."""
+    partner = torch.remainder(mu - columns, rows)  # (g, n)
+    flipped = columns > partner
+    return torch.where(flipped, partner, columns), flipped
+
+
+def _flips(groups: torch.Tensor, total: int, main: int) -> torch.Tensor:
+    """The byte a mirrored byte is xor-ed with, per group of ``groups`` ``(g,)``: 255, or the last group's mask."""
+    flips = torch.full(groups.shape, 255, dtype=torch.uint8)
+    if main % 8:
+        flips[groups == total - 1] = (1 << (main % 8)) - 1
+    return flips
+
+
+def raw_column_bytes(
+    raw: torch.Tensor, mu: torch.Tensor | None, main: int, columns: torch.Tensor, first: int
+) -> torch.Tensor:
+    """The bytes ``(groups - first, n)`` of :func:`paired_columns` at rows ``columns`` of the groups from ``first`` on.
+
+    Read off the draws ``raw`` ``(rows, groups)`` (``mu``: the pairing of each group, ``None`` unbalanced): exactly
+    the bytes that :func:`paired_columns` writes there.
+    """
+    rows, total = raw.shape
+    groups = torch.arange(first, total)
+    if mu is None:
+        source, flipped = columns.expand(total - first, -1), None
+    else:
+        source, flipped = _mirrored(mu[first:].unsqueeze(1), columns, rows)
+    found = raw[source, groups.unsqueeze(1)]
+    if flipped is not None:
+        found ^= flipped.to(torch.uint8) * 255
+    if main % 8 and total - 1 >= first:
+        found[-1] &= (1 << (main % 8)) - 1
+    return found
 
 
 def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -356,16 +426,19 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     return out
 
 
-def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor) -> torch.Tensor:
+def whole_columns(
+    halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.Tensor, groups: int | None = None
+) -> torch.Tensor:
     """The paired columns ``(groups, c)`` from their halves (:func:`half_columns`), into ``out``: exactly the bytes drawn.
 
     A mirrored byte is its partner's complement: ``^ 255``, and in the last group, whose unused bits are cleared,
-    ``^`` the mask of its used bits.
+    ``^`` the mask of its used bits. With ``groups``, only the first ``groups`` columns (:func:`half_column_bytes`
+    reads any other byte off the halves).
     """
     rows = out.shape[1]
     last = halves.shape[0] - 1
     source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
-    for group, m in enumerate(mu.tolist()):
+    for group, m in enumerate(mu.tolist()[:groups]):
         first, second = (m + 1) // 2, (rows - m - 1) // 2
         flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
         head, tail, column = source[group, :first], source[group, first:], target[group]
@@ -374,6 +447,19 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, main: int, out: torch.
         column[m + 1 : m + 1 + second] = tail
         _reversed_xor(tail, flip, column[m + 1 + second :])
     return out
+
+
+def half_column_bytes(
+    halves: torch.Tensor, mu: torch.Tensor, main: int, rows: int, columns: torch.Tensor, first: int
+) -> torch.Tensor:
+    """The bytes ``(groups - first, n)`` of :func:`whole_columns` at rows ``columns`` of the groups from ``first`` on."""
+    total = halves.shape[0]
+    mu = mu[first:].unsqueeze(1)
+    source, flipped = _mirrored(mu, columns, rows)
+    # a run's first half is kept: rows [0, (mu + 1) / 2) at their place, rows [mu + 1, ...) after them
+    position = torch.where(source <= mu, source, source - (mu + 1) // 2)
+    found = torch.gather(halves[first:], 1, position)
+    return found ^ (flipped.to(torch.uint8) * _flips(torch.arange(first, total), total, main).unsqueeze(1))
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:

@@ -28,10 +28,11 @@ So a split step reads the codes three times and a tied one once, at :math:`d = 1
 once and opposite ones read off each other exactly (:class:`xorlib._packed.Lookup`); a single step size is
 scored as the stepped queries :math:`q + \kappa\delta` themselves (one look-up per head, the scores of the
 queries the step reports). The split step's second pass, for the direction's top entries, sums every
-position's score over the first half of the groups only and completes the few whose partial sum can still
+position's score over the first four sevenths of the groups only and completes the few whose partial sum can still
 reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
 the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
-twice :data:`KEEP_CODES_BYTES`: three quarters of them at :math:`d = 10^8`) and regenerate the others.
+:data:`HALVES_FACTOR` times :data:`KEEP_CODES_BYTES`: 96 % of them at :math:`d = 10^8`) and regenerate the
+others.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
@@ -44,18 +45,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms
-from ._packed import PER_COORDINATE_BELOW, BlockView, Lookup, Pull, half_columns, whole_columns
+from ._packed import (
+    PER_COORDINATE_BELOW,
+    BlockView,
+    Lookup,
+    Pull,
+    half_column_bytes,
+    half_columns,
+    raw_column_bytes,
+    whole_columns,
+)
 from .codes import Codes
 
 Views = Callable[[], Iterable[BlockView]]  # each pass calls it once; the items have start, stop, scores, pull
+Rest = Callable[[torch.Tensor], torch.Tensor]  # a block's remaining look-up indices at some rows (CodeSource.screened)
 #: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
-#: codes that do not all fit, up to twice as many bytes as halves (:class:`CodeSource`).
+#: codes that do not all fit, up to :data:`HALVES_FACTOR` times as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
+#: Halves may take this multiple of :data:`KEEP_CODES_BYTES` (640 MiB: 96 % of the blocks at :math:`d = 10^8`, whose
+#: split step then peaks at about 0.95 GB for the whole process).
+HALVES_FACTOR = 2.5
 
 
 class CodeSource:
@@ -67,7 +81,8 @@ class CodeSource:
     kept as indices, else codes that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
     is false (a caller that reads the codes once where they do not all fit), the first blocks are kept, as
     many as fit: balanced blocks that pair whole groups as the half of their bytes that determines the rest
-    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in twice the budget, others as bytes.
+    (8x smaller than indices, :func:`xorlib._packed.half_columns`), in :data:`HALVES_FACTOR` times the budget,
+    others as bytes.
     """
 
     def __init__(
@@ -88,7 +103,7 @@ class CodeSource:
             self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
             self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
             per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
-            keep_bytes *= 2 if self.halves else 1
+            keep_bytes = int(keep_bytes * HALVES_FACTOR) if self.halves else keep_bytes
         else:
             self.kept_dtype, per_block = torch.float64, largest * codes.m * 8
         self.keep_blocks = blocks if per_block * blocks <= keep_bytes else keep_bytes // per_block if partial else 0
@@ -99,6 +114,8 @@ class CodeSource:
         self._bytes: torch.Tensor | None = None
         self._index: torch.Tensor | None = None
         self._tail: torch.Tensor | None = None
+        self._drawn_mu: torch.Tensor | None = None  # (groups,): the pairing of the block last drawn (not kept)
+        self._last_columns: torch.Tensor | None = None  # the bytes of the block last indexed (uint8), if at hand
 
     @property
     def keeps_all(self) -> bool:
@@ -117,24 +134,84 @@ class CodeSource:
                         self.kept[block] = rows
                 yield BlockView(start, stop, m, m, 1.0, rows=rows)
                 continue
-            yield BlockView(start, stop, m, main, scale, index=self._block_index(block, stop - start))
+            index = self._block_index(block, stop - start)
+            yield BlockView(start, stop, m, main, scale, index=index, columns=self._last_columns)
         if codes.odd_balanced:
-            if self._tail is None:
-                self._tail = (codes._tail_signs() * scale).to(device=self.device, dtype=torch.float64)
-            yield BlockView(codes.bulk, codes.d, m, main, scale, rows=self._tail)
+            yield from self._tail_views()
 
-    def _block_index(self, block: int, rows: int) -> torch.Tensor:
-        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
-        kept = self.kept.get(block)
-        if kept is not None and kept.dtype == torch.int32:
-            return kept
+    def screened(self, first: int) -> Iterator[tuple[BlockView, Rest | None]]:
+        """The blocks of a pass, packed ones with the look-up indices of their first ``first`` groups only, each with
+        ``rest(columns)``: the indices ``(groups - first, n)`` of the other groups at those rows (``None``: dense).
+
+        The same bytes as :meth:`__call__`. Balanced blocks kept as halves, and those drawn again, build only the
+        first groups' columns and read the few bytes asked for off the halves or the draws
+        (:func:`xorlib._packed.half_column_bytes`, :func:`xorlib._packed.raw_column_bytes`).
+        """
+        codes, main = self.codes, self.codes.main
+        if not (codes.packed and self.halves):
+            for view in self():
+                index = view.index
+                if index is None:
+                    yield view, None
+                else:
+                    yield replace(view, index=index[:first]), lambda columns, index=index: index[first:, columns]
+            return
+        for block in range(codes.num_blocks):
+            start, stop = codes._block_range(block)
+            rows = stop - start
+            kept = self.kept.get(block)
+            if kept is None and block < self.keep_blocks:  # not kept yet: drawn whole, and kept
+                index = self._block_index(block, rows)
+                yield self._view(block, index[:first]), lambda columns, index=index: index[first:, columns]
+                continue
+            self._buffers()
+            out = self._bytes[:, :rows]
+            if kept is not None:
+                mu = self._mu[block]
+                whole_columns(kept, mu, main, out, first)
+
+                def rest(columns: torch.Tensor, kept=kept, mu=mu, rows=rows) -> torch.Tensor:
+                    return half_column_bytes(kept, mu, main, rows, columns, first).to(torch.int32)
+
+            else:
+                codes._paired_columns(block, self._words, out, self._drawn_mu, first)
+                raw = self._words.view(torch.uint8)[: rows * self.groups].view(rows, self.groups)
+
+                def rest(columns: torch.Tensor, raw=raw) -> torch.Tensor:
+                    return raw_column_bytes(raw, self._drawn_mu, main, columns, first).to(torch.int32)
+
+            yield self._view(block, self._index[:first, :rows].copy_(out[:first])), rest
+        if codes.odd_balanced:
+            yield next(iter(self._tail_views())), None
+
+    def _view(self, block: int, index: torch.Tensor) -> BlockView:
+        start, stop = self.codes._block_range(block)
+        return BlockView(start, stop, self.codes.m, self.codes.main, self.scale, index=index)
+
+    def _tail_views(self) -> Iterator[BlockView]:
+        if self._tail is None:
+            self._tail = (self.codes._tail_signs() * self.scale).to(device=self.device, dtype=torch.float64)
+        yield BlockView(self.codes.bulk, self.codes.d, self.codes.m, self.codes.main, self.scale, rows=self._tail)
+
+    def _buffers(self) -> None:
+        """Allocate the reused buffers of drawn blocks (once)."""
         if self._index is None:
             largest = largest_rows(self.codes)
             self._words = torch.empty(-(-largest * self.groups // 8), dtype=torch.int64)
             self._bytes = torch.empty(self.groups, largest, dtype=torch.uint8)
             self._index = torch.empty(self.groups, largest, dtype=torch.int32, device=self.device)
             self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
-        return self._index[:, :rows].copy_(self._columns(block, rows, self._words, self._bytes[:, :rows]))
+            self._drawn_mu = torch.zeros(self.groups, dtype=torch.long)
+
+    def _block_index(self, block: int, rows: int) -> torch.Tensor:
+        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
+        kept = self.kept.get(block)
+        self._last_columns = None
+        if kept is not None and kept.dtype == torch.int32:
+            return kept
+        self._buffers()
+        self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
+        return self._index[:, :rows].copy_(self._last_columns)
 
     def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
@@ -414,6 +491,7 @@ def _opposite_heads(
     top = torch.full((2,), -torch.inf, **like)  # running maximum of s and of -s
     sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)}
     pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
+    buffer = None
     for view in views():
         s = (queries[:1] @ view.rows.T)[0] if view.rows is not None else lookup.distinct_scores(view)[0]
         high = torch.stack([s.amax(), -s.amin()])  # of s and of -s
@@ -424,11 +502,15 @@ def _opposite_heads(
             sums *= factors
             pull.scale_(factors.reshape(-1))
             top = grown
-        a, b = torch.sub(s, top[0]).exp_(), torch.rsub(s, -top[1]).exp_()  # e^{s - M}, e^{-s - M'}
-        a2, b2 = a * a, b * b
+        if buffer is None or buffer.shape[1] < s.shape[0]:
+            buffer = s.new_empty(4, s.shape[0])  # A, A^2, B, B^2: the pull-back's columns, reused block to block
+        weights = buffer[:, : s.shape[0]]
+        a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
+        b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
+        a2, b2 = torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])
         block = torch.stack([a.sum(), a2.sum(), b.sum(), b2.sum()])
         sums += block.view(2, 2)
-        pull.add(view, [a, a2, b, b2], block)
+        pull.add(view, weights, block)
     d = views.d
     lse_1, lse_2 = sums.log().add_(top.unsqueeze(1) * torch.tensor([1.0, 2.0], **like)).unbind(1)  # lse(x), lse(2x)
     flat = torch.tensor(math.log(d), **like)
@@ -465,8 +547,9 @@ def population_loss(stats: HeadStats, c0: float, c1: float) -> torch.Tensor:
     return loss(stats.moments, c0, c1)
 
 
-#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be.
-SCREEN_FRACTION = 0.5
+#: :func:`top_scores` sums this fraction of a block's groups for every position, the rest only where the top may be
+#: (8 of 14 groups at :math:`d = 10^8`: with half of them, about one position in seven still had to be completed there).
+SCREEN_FRACTION = 4 / 7
 
 
 def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -482,27 +565,38 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
     best_values = torch.full((queries.shape[0], 0), 0.0, dtype=queries.dtype, device=queries.device)
     best_index = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
     screens = bool(lookup.distinct) and all(slot >= 0 for slot, _ in lookup.plan)
+    screened = getattr(views, "screened", None) if screens else None
+    if screened is not None:  # a CodeSource: packed blocks come with their first groups only
+        first = max(1, int(views.groups * SCREEN_FRACTION))
+        blocks = screened(first)
+    else:
+        blocks = ((view, None) for view in views())
     bounds = None
-    for view in views():
-        if view.rows is not None or not screens or best_values.shape[-1] < k:
+    for view, rest in blocks:
+        if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
             continue
         if bounds is None:
             bounds = lookup.remaining_range(view.main, view.scale)
         high, low, slack = bounds
-        first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
+        if rest is None:
+            first = max(1, int(view.byte_index().shape[0] * SCREEN_FRACTION))
         partial = lookup.distinct_scores(view, first)  # (distinct, rows)
-        reach = None
-        for head, (slot, sign) in enumerate(lookup.plan):
-            if sign > 0:
-                upper = partial[slot] + high[slot, first]
-            else:  # the negated query's score is minus the slot's, at most -(partial + low)
-                upper = torch.sub(-low[slot, first], partial[slot])
-            hit = upper >= best_values[head, -1] - slack
-            reach = hit if reach is None else reach.logical_or_(hit)
-        columns = reach.nonzero().squeeze(1)
+        if best_values.shape[-1] < k:  # every row is completed
+            columns = torch.arange(partial.shape[1], device=partial.device)
+        else:
+            reach = None
+            for head, (slot, sign) in enumerate(lookup.plan):
+                if sign > 0:
+                    upper = partial[slot] + high[slot, first]
+                else:  # the negated query's score is minus the slot's, at most -(partial + low)
+                    upper = torch.sub(-low[slot, first], partial[slot])
+                hit = upper >= best_values[head, -1] - slack
+                reach = hit if reach is None else reach.logical_or_(hit)
+            columns = reach.nonzero().squeeze(1)
         if columns.numel():
-            found = lookup.finish(partial[:, columns], view, columns, first)
+            index = None if rest is None else rest(columns)
+            found = lookup.finish(partial[:, columns], view, columns, first, index)
             found = found if lookup.identity else lookup.assemble(found)
             best_values, best_index = _merge_top(best_values, best_index, found, view.start, k, columns)
     return best_values, best_index

@@ -202,13 +202,18 @@ class Codes:
         return raw
 
     def _paired_columns(
-        self, block: int, words: torch.Tensor, out: torch.Tensor, mu_out: torch.Tensor | None = None
+        self,
+        block: int,
+        words: torch.Tensor,
+        out: torch.Tensor,
+        mu_out: torch.Tensor | None = None,
+        groups: int | None = None,
     ) -> torch.Tensor:
         """The bytes of :meth:`_packed_block` as columns ``(groups, rows)`` uint8, drawn into reused buffers.
 
         ``words`` (int64) holds at least the block's random words and ``out`` is ``(groups, rows)``; the
-        draws are those of :meth:`_packed_block`, in the same order, so the bits are the same. ``mu_out``: see
-        :func:`xorlib._packed.paired_columns`.
+        draws are those of :meth:`_packed_block`, in the same order, so the bits are the same. ``mu_out`` and
+        ``groups``: see :func:`xorlib._packed.paired_columns` (the draws stay in ``words``).
         """
         start, stop = self._block_range(block)
         rows, groups = stop - start, (self.main + 7) // 8
@@ -217,7 +222,7 @@ class Codes:
         words = words[: (count + 7) // 8]
         torch.randint(-(2**63), 2**63 - 1, words.shape, generator=gen, dtype=torch.int64, out=words)
         raw = words.view(torch.uint8)[:count].view(rows, groups)
-        return paired_columns(raw, self.main, gen, self.kind == "balanced", out, mu_out)
+        return paired_columns(raw, self.main, gen, self.kind == "balanced", out, mu_out, groups)
 
     def _tail_signs(self) -> torch.Tensor:
         """The ``m`` tail rows of the odd-``d`` layout as signs in {-1, 0, +1}, ``(m, m)`` float64."""

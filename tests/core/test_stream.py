@@ -62,10 +62,12 @@ def test_drawn_blocks_have_the_bits_of_the_public_packed_blocks(d: int, m: int, 
             assert torch.equal(drawn.rows, view.rows)
 
 
-@pytest.mark.parametrize("keep", [0, 2**16, 2**17, 2**30])
+@pytest.mark.parametrize("keep", [0, 2**15, 2**16, 2**17, 2**30])
 @pytest.mark.parametrize(("d", "kind"), [(3 * BLOCK + 8, "balanced"), (3 * BLOCK + 9, "balanced"), (3 * BLOCK, "iid")])
 def test_kept_and_regenerated_blocks_are_the_same(keep: int, d: int, kind: str) -> None:
-    codes = Codes(d, 13, seed=2, kind=kind)  # 2**16 and 2**17 keep one or two blocks as halves (balanced)
+    codes = Codes(
+        d, 13, seed=2, kind=kind
+    )  # 2**15 and 2**16 keep some blocks as halves (balanced), 2**17 one as bytes (iid)
     bulk = codes.num_blocks  # the packed blocks (odd d: the tail's dense rows follow)
     fresh = [view.byte_index().clone() for view in islice(CodeSource(codes, torch.device("cpu"), keep_bytes=0)(), bulk)]
     source = CodeSource(codes, torch.device("cpu"), keep_bytes=keep)
@@ -75,6 +77,25 @@ def test_kept_and_regenerated_blocks_are_the_same(keep: int, d: int, kind: str) 
         block = codes._block_of(position)
         offset = position - codes._block_range(block)[0]
         assert torch.equal(source.row_view(position).byte_index()[:, 0], fresh[block][:, offset])
+
+
+@pytest.mark.parametrize("keep", [0, 2**16, 2**30])
+@pytest.mark.parametrize(("d", "m"), [(3 * BLOCK + 8, 13), (3 * BLOCK + 9, 21), (2 * BLOCK, 16)])
+def test_screened_blocks_hold_the_same_bytes(keep: int, d: int, m: int) -> None:
+    codes = Codes(d, m, seed=3)
+    fresh = [
+        view.index.clone() if view.index is not None else None for view in CodeSource(codes, "cpu", keep_bytes=0)()
+    ]
+    source = CodeSource(codes, "cpu", keep_bytes=keep)
+    gen = torch.Generator().manual_seed(d)
+    for first in (1, source.groups - 1, 1):  # the first pass draws (and keeps what fits), the others read the kept ones
+        for whole, (view, rest) in zip(fresh, source.screened(first), strict=True):
+            assert (rest is None) == (whole is None)
+            if whole is None:
+                continue
+            assert torch.equal(view.index, whole[:first])
+            columns = torch.unique(torch.randint(0, view.stop - view.start, (300,), generator=gen))
+            assert torch.equal(rest(columns), whole[first:, columns])
 
 
 @pytest.mark.parametrize(("d", "m"), SIZES)
