@@ -26,7 +26,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 env: $(STAMP)
 
-# LARGE_D=1 (the default of make book) also runs chapter 11's split step at d = 10^8 (25 to 30 s); make test skips it.
+# LARGE_D=1 (the default of make book) also runs chapter 11's split step at d = 10^8 (about 16 s); make test skips it.
 LARGE_D ?= 1
 
 # --all: every chapter is read, so executed, again (a change in xorlib changes no chapter file).
