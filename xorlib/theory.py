@@ -556,6 +556,47 @@ def _code_terms(codes: torch.Tensor, pair: tuple[int, int]) -> dict[str, float |
     }
 
 
+class _StartScalars(NamedTuple):
+    r"""The scalars of the proof of ``thm-split`` that depend on the codes only through :math:`\lambda` and
+    :math:`\min(2, |e|)`: :math:`\tau`, :math:`r_\delta`, :math:`\bar v`, :math:`\bar M`, :math:`\underline K`,
+    :math:`\bar h`, the ends of :math:`\Lambda`, and the Gaussian factors :math:`e^{\tau^2/2}`, :math:`e^{2\tau^2}`."""
+
+    tau: float
+    r: float
+    vbar: float
+    m_max: float
+    k_min: float
+    hat_max: float
+    lam_lo: float
+    lam_hi: float
+    grow: float
+    grow_2: float
+
+
+def _start_scalars(d: int, m: int, sigma: float, delta: float, lam: float, e_cap: float) -> _StartScalars:
+    r"""The proof's events (a)-(b) and the intervals of the scalars :math:`M_\pm`, :math:`K`, :math:`\hat\alpha`,
+    :math:`\hat\beta`, :math:`\Lambda` on them, for :math:`\|P\|^2 \le` ``lam`` and :math:`\min(2, |e|) \le` ``e_cap``.
+
+    One place for both :func:`_split_bounds` (measured :math:`\lambda`, :math:`|e|`) and :func:`_split_apriori`
+    (their bounds).
+    """
+    tau = sigma / math.sqrt(m)
+    # Shares of delta: (a) 3d - 2 Gaussian tails 1/8, (b) |q|^2 1/16, (c) 4 Chebyshev 1/16 each,
+    # (d) sum s^4 1/16, (e) the lean 1/2.
+    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta
+    ell = math.log(16 / delta)
+    q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)  # |q|^2 (Laurent and Massart)
+    vbar = min(r**2, lam * q_sq / d)  # bounds the mean of s_k^2
+    m_max = 1 + _cexp(r) * vbar  # M-bar
+    k_min = 1 / m_max**2  # K-underbar
+    hat_max = 1 + 4 * _cexp(2 * r) * vbar  # h-bar
+    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(e_cap * r)
+    lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
+    return _StartScalars(
+        tau, r, vbar, m_max, k_min, hat_max, lam_lo, lam_hi, math.exp(tau**2 / 2), math.exp(2 * tau**2)
+    )
+
+
 def _split_bounds(
     codes: torch.Tensor, pair: tuple[int, int], sigma: float, delta: float, epsilon: float, *, terms: dict | None = None
 ) -> _SplitBounds:
@@ -570,23 +611,14 @@ def _split_bounds(
     d, m = codes.shape
     u, v = check_pair("pair", pair, d)
     c = _code_terms(codes, (u, v)) if terms is None else terms  # terms: _code_terms of these codes and pair
-    lam, tau = c["lam"], sigma / math.sqrt(m)
-    # Shares of delta: (a) 3d - 2 Gaussian tails 1/8, (b) |q|^2 1/16, (c) 4 Chebyshev 1/16 each,
-    # (d) sum s^4 1/16, (e) the lean 1/2.
-    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta
-    ell = math.log(16 / delta)
-    q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)  # |q|^2 (Laurent and Massart)
-    vbar = min(r**2, lam * q_sq / d)  # bounds the mean of s_k^2
+    # The events (a)-(b) and the scalars M_+-, K, alpha, beta, Lambda in intervals.
+    e_cap = min(2.0, c["e_norm"])
+    tau, r, vbar, m_max, k_min, hat_max, lam_lo, lam_hi, grow, grow_2 = _start_scalars(
+        d, m, sigma, delta, c["lam"], e_cap
+    )
     lean = (delta / 2) * math.sqrt(math.pi / 2) * tau * c["e_norm"]  # x_delta
-    # The scalars: M_+-, K, alpha, beta, Lambda in intervals.
-    m_max = 1 + _cexp(r) * vbar  # M-bar
-    k_min = 1 / m_max**2  # K-underbar
-    hat_max = 1 + 4 * _cexp(2 * r) * vbar  # h-bar
-    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(min(2.0, c["e_norm"]) * r)
-    lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
     lam_abs = max(abs(lam_lo), abs(lam_hi))  # Lambda*
     # The gap between the hidden bits: slope (vartheta) and noise (epsilon-pair).
-    grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
     phi = max(abs(lam_lo * grow - 2 * grow_2 * hat_max), abs(lam_hi * grow - 2 * grow_2 / m_max))  # Phi
     levels = c["levels"]
     cheb = [math.sqrt(16 * _exp_form_variance(levels, k**2 * tau**2) / delta) for k in (1.0, 2.0)]  # T_1, T_2
@@ -594,14 +626,14 @@ def _split_bounds(
     slope = 2 * k_min * (1 - c["rho"]) - phi * c["c_par"] / d
     pair_noise = chaos + phi * tau * c["w_perp"] * math.sqrt(2 / math.pi) / d  # E|Y| = tau |w_perp| sqrt(2/pi)
     # The other positions: margin (gamma_delta) and noise (epsilon-marg).
-    margin = k_min * c["gamma"] + c["nu"] * math.sinh(min(2.0, c["e_norm"]) * r)
+    margin = k_min * c["gamma"] + c["nu"] * math.sinh(e_cap * r)
     phi_0 = max(abs(lam_lo - 2 * hat_max), abs(lam_hi - 2 / m_max))  # Phi_0
     rem = lam_abs * _cexp(r) + 4 * hat_max * _cexp(2 * r)  # rho_2
     fourth = min(r**2 * d * vbar, tau**4 * (3 * d + math.sqrt(16 * _fourth_power_variance(levels) / delta)))  # F
     margin_noise = (phi_0 * c["pull"] * r + c["spread"] * rem * math.sqrt(fourth)) / d
     # The even part.
     psi = (2 * lam_abs * grow * _csinh(r) + 32 * grow_2 * _csinh(2 * r)) * r * vbar  # Psi
-    even = (psi * (min(2.0, c["e_norm"]) * c["c_par"] + c["w_perp"]) * r) / (2 * d) + chaos
+    even = (psi * (e_cap * c["c_par"] + c["w_perp"]) * r) / (2 * d) + chaos
     gap = min(slope * lean - pair_noise, margin - margin_noise)  # Gamma
     kappa = (2 * r + math.log((d - 1) / split_rest_target(epsilon))) / gap if gap > 0 else math.inf
     return _SplitBounds(r, vbar, lean, slope, phi / d, chaos, pair_noise, margin, margin_noise, even, gap, kappa)
@@ -644,18 +676,9 @@ def _split_apriori(d: int, m: int, sigma: float, delta: float, lam: float, rho: 
     and :math:`\min(2, |e|) \le 2`, :math:`|e|^2 = 2 - 2\rho \ge 2 - 2\bar\rho`. The pair lines scale with
     :math:`|e|`, so they are bounded per unit :math:`|e|`; ``gap`` is then a lower bound on :math:`\Gamma`.
     """
-    tau = sigma / math.sqrt(m)
-    r = tau * math.sqrt(2 * math.log(8 * (3 * d - 2) / delta))  # r_delta, as in _split_bounds
-    ell = math.log(16 / delta)
-    q_sq = sigma**2 * (1 + 2 * math.sqrt(ell / m) + 2 * ell / m)
-    vbar = min(r**2, lam * q_sq / d)  # the largest mean square the codes allow
-    m_max = 1 + _cexp(r) * vbar
-    k_min = 1 / m_max**2
-    hat_max = 1 + 4 * _cexp(2 * r) * vbar
-    lam_lo = 1 + 2 * k_min**2 * (1 - 1 / d) - 2 * math.cosh(2 * r)  # min(2, |e|) <= 2
-    lam_hi = hat_max**2 + 2 * (1 - 1 / d) - 2 * k_min
+    # The same events and scalars as _split_bounds, at the largest lambda and min(2, |e|) <= 2.
+    tau, r, vbar, m_max, k_min, hat_max, lam_lo, lam_hi, grow, grow_2 = _start_scalars(d, m, sigma, delta, lam, 2.0)
     lam_abs = max(abs(lam_lo), abs(lam_hi), 1 - 2 / d)  # Lambda* (every Lambda lies in [lam_lo, lam_hi])
-    grow, grow_2 = math.exp(tau**2 / 2), math.exp(2 * tau**2)
     # |phi_1|: the end at h-bar is negative and falls with vbar; the other end lies between its value at
     # vbar = 0 and at the largest vbar (Lambda-bar >= 1 - 2/d, M-bar >= 1).
     low_end = (1 - 2 / d) * grow - 2 * grow_2
