@@ -114,6 +114,15 @@ def tied_worst_case(rest, gap):
     return torch.maximum(agree, differ) if isinstance(agree, torch.Tensor) else max(agree, differ)
 
 
+def split_step(gaps: torch.Tensor, spreads: torch.Tensor, log_ratio: float) -> torch.Tensor:
+    r"""The split model's self-certified sharpness, :math:`\max_h (R_h + \ln\tfrac{d-1}E)/\gamma_h`, over the last axis.
+
+    ``log_ratio`` is :math:`\ln\frac{d-1}E`; any leading shape (many draws at once), unchecked, ``inf`` where a gap
+    is 0. :func:`xorlib.theory.split_step_from_gaps` is the checked form for one draw.
+    """
+    return ((spreads + log_ratio) / gaps).amax(-1)
+
+
 def log_weights(scores: torch.Tensor, pair: tuple[int, int]) -> tuple[torch.Tensor, ...]:
     r"""Softmax log-weights from scores ``(..., d)`` in float64: :math:`\log a_u`, :math:`\log a_v`, :math:`\log S` (the
     rest, :math:`S = e^{\operatorname{lse}(s_{k\notin\{u,v\}}) - \operatorname{lse}(s)}`) and the bound on the absolute

@@ -14,7 +14,7 @@ from typing import Annotated, Literal, NamedTuple
 
 import torch
 
-from ._certificate import log_weights
+from ._certificate import log_weights, split_step
 from ._certificate import tied_worst_case as _tied_worst_case
 from ._checks import check_float, check_int, check_pair, check_tensor
 from ._contract import MAX_FORMULA_D, MAX_M, Array, Between, Pair, public
@@ -239,8 +239,7 @@ def split_step_from_gaps(
     spreads = check_tensor("spreads", spreads, ndim=1, shape={0: 2}, dtype=gaps.dtype)
     if bool((gaps <= 0).any()):
         return math.inf
-    need = (spreads + math.log((d - 1) / split_rest_target(epsilon))) / gaps
-    return float(need.max())
+    return float(split_step(gaps, spreads, math.log((d - 1) / split_rest_target(epsilon))))
 
 
 @public

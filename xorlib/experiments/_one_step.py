@@ -16,7 +16,7 @@ from typing import Annotated
 
 import torch
 
-from .._certificate import certificate, log_weights
+from .._certificate import certificate, log_weights, split_step
 from .._contract import MAX_D, Between, Items, Seed, config, public
 from .._moments import population_objective
 from .._runtime import progress
@@ -413,7 +413,7 @@ def _split_successes(d: int, seeds: range, epsilon: float) -> tuple[list[bool], 
 
     The same step, on dense codes (``d m`` small) and many draws at once: the population gradient
     (:func:`xorlib._moments.population_objective`) at the antisymmetric start, the self-certified step
-    :func:`xorlib.theory.split_step_from_gaps` of each head's direction, and the certificate
+    :func:`xorlib.theory.split_step_from_gaps` of each head's direction (its batched form), and the certificate
     (:func:`xorlib._certificate.certificate`) of the scores after it. Each draw's positions are reordered so
     that its pair comes first, so all share one pair. It differs from :func:`xorlib.one_step` only in the
     order of its sums (streamed passes there, dense products here): relative differences below
@@ -425,7 +425,7 @@ def _split_successes(d: int, seeds: range, epsilon: float) -> tuple[list[bool], 
     ties: list[bool] = []
     success: list[bool] = []
     recompute: list[int] = []
-    numerator = math.log((d - 1) / split_rest_target(epsilon))
+    log_ratio = math.log((d - 1) / split_rest_target(epsilon))
     chunk = max(1, 2**20 // (d * Codes(d).m))  # draws per batch: about 8 MB of codes
     for first in range(0, len(seeds), chunk):
         batch = seeds[first : first + chunk]
@@ -445,7 +445,7 @@ def _split_successes(d: int, seeds: range, epsilon: float) -> tuple[list[bool], 
         t = direction @ P.mT
         top = t.topk(2, dim=-1).values
         gaps = top[..., 0] - top[..., 1]  # (B, 2)
-        kappa = ((s.amax(-1) - s.amin(-1) + numerator) / gaps).amax(-1)
+        kappa = split_step(gaps, s.amax(-1) - s.amin(-1), log_ratio)
         after = (q + kappa.view(-1, 1, 1) * direction) @ P.mT
         worst = certificate(*log_weights(after, (0, 1)), torch.tensor(False), models[0]).upper
         unclear = (
