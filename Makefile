@@ -11,8 +11,11 @@ STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
 # jupyter-book build, reading (so executing) BOOK_JOBS chapters at once (tools/jb_build.py: JB 1 has no -j).
 BOOK_JOBS ?= 2
-# Each chapter's kernel on one torch thread (BOOK_JOBS kernels share the cores; the book's numbers do not depend on it).
-JB_BUILD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
+# One torch thread per process where several share the cores: more threads than cores only spin (OpenMP's idle
+# threads wait busily). The book's numbers do not depend on it.
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# Each chapter's kernel on one torch thread (BOOK_JOBS kernels share the cores).
+JB_BUILD := $(ONE_THREAD) XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
 
 .PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
@@ -53,10 +56,9 @@ format: env
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# The unit tests in TEST_JOBS processes (pytest-xdist), each on one torch thread: with the book building beside
-# them, more threads than cores only spin (OpenMP's idle threads wait busily), which cost a third of the time.
+# The unit tests in TEST_JOBS processes (pytest-xdist), each on one torch thread (with the book building beside
+# them, spinning threads cost a third of the time).
 TEST_JOBS ?= 2
-ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 unit: env
 	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab"
 
