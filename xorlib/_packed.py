@@ -304,6 +304,17 @@ def pair_rows(raw: torch.Tensor, rows: int, main: int, gen: torch.Generator) -> 
     return columns((padded.view(rows, -1, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)).t()
 
 
+def _run_halves(mu: int, rows: int) -> tuple[int, int]:
+    r"""The involution :math:`k \leftrightarrow (\mu - k) \bmod c` reverses the runs :math:`[0, \mu]` and
+    :math:`[\mu + 1, c)`: the lengths of their first halves, which determine the rest."""
+    return (mu + 1) // 2, (rows - mu - 1) // 2
+
+
+def used_bits(main: int) -> int:
+    """The mask of the bits of the last group that hold coordinates (255 if ``main`` is a multiple of 8)."""
+    return (1 << (main % 8)) - 1 if main % 8 else 255
+
+
 def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     r"""Pair the bytes of each row of ``columns`` ``(groups, c)`` in place, by the involution of :func:`pair_rows`.
 
@@ -316,7 +327,7 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     """
     rows = columns.shape[1]
     for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
-        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        first, second = _run_halves(m, rows)
         _reversed_xor(column[:first], 255, column[first : m + 1])
         _reversed_xor(column[m + 1 : m + 1 + second], 255, column[m + 1 + second :])
     return columns
@@ -369,7 +380,7 @@ def paired_columns(
         if written < raw.shape[1]:
             return out
     if main % 8:
-        out[-1] &= (1 << (main % 8)) - 1
+        out[-1] &= used_bits(main)
     return out
 
 
@@ -384,7 +395,7 @@ def _flips(groups: torch.Tensor, total: int, main: int) -> torch.Tensor:
     """The byte a mirrored byte is xor-ed with, per group of ``groups`` ``(g,)``: 255, or the last group's mask."""
     flips = torch.full(groups.shape, 255, dtype=torch.uint8)
     if main % 8:
-        flips[groups == total - 1] = (1 << (main % 8)) - 1
+        flips[groups == total - 1] = used_bits(main)
     return flips
 
 
@@ -406,7 +417,7 @@ def raw_column_bytes(
     if flipped is not None:
         found ^= flipped.to(torch.uint8) * 255
     if main % 8 and total - 1 >= first:
-        found[-1] &= (1 << (main % 8)) - 1
+        found[-1] &= used_bits(main)
     return found
 
 
@@ -420,7 +431,7 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     rows = columns.shape[1]
     source, target = columns.numpy(), out.numpy()
     for group, m in enumerate(mu.tolist()):
-        first, second = (m + 1) // 2, (rows - m - 1) // 2
+        first, second = _run_halves(m, rows)
         target[group, :first] = source[group, :first]
         target[group, first:] = source[group, m + 1 : m + 1 + second]
     return out
@@ -439,8 +450,8 @@ def whole_columns(
     last = halves.shape[0] - 1
     source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
     for group, m in enumerate(mu.tolist()[:groups]):
-        first, second = (m + 1) // 2, (rows - m - 1) // 2
-        flip = (1 << (main % 8)) - 1 if group == last and main % 8 else 255
+        first, second = _run_halves(m, rows)
+        flip = used_bits(main) if group == last else 255
         head, tail, column = source[group, :first], source[group, first:], target[group]
         column[:first] = head
         _reversed_xor(head, flip, column[first : m + 1])

@@ -44,7 +44,7 @@ import torch
 
 from ._checks import check_int, check_size, check_tensor
 from ._contract import MAX_D, MAX_M, Array, Between, CodeKind, Device, Items, Seed, config, public
-from ._packed import BlockView, columns, pair_rows, paired_columns
+from ._packed import BlockView, columns, pair_rows, paired_columns, used_bits
 from ._random import bytes_to_signs, generator, random_bytes
 
 __all__ = ["Codes"]
@@ -198,7 +198,7 @@ class Codes:
         else:
             raw = columns(raw).t()
         if self.main % 8:
-            raw[:, -1] &= (1 << (self.main % 8)) - 1  # unused bits contribute nothing to the products
+            raw[:, -1] &= used_bits(self.main)  # unused bits contribute nothing to the products
         return raw
 
     def _paired_columns(
