@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chapter_times import ROOT, chapter_paths, child_environment, time_chapter
+from .chapter_times import ROOT, ChapterTime, chapter_paths, child_environment, time_chapter
 from .suite import BenchmarkResult
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "ChapterRow",
     "GridRow",
     "chapters_benchmark",
+    "chapters_table",
     "grid_command",
     "grids_benchmark",
 ]
@@ -55,23 +56,26 @@ class GridRow:
 
 def chapters_benchmark(paths: Sequence[Path] | None = None, *, limit_s: float = CHAPTER_BUDGET_S) -> BenchmarkResult:
     """Every chapter (default: the book's, in order) in a fresh kernel on one core, cold cache."""
-    rows = []
-    for path in paths or chapter_paths():
-        found = time_chapter(Path(path))
-        rows.append(
-            ChapterRow(
-                chapter=found.chapter,
-                seconds=found.seconds,
-                code_cells=found.cells,
-                within_budget=found.within(limit_s),
-                error=found.error or "",
-            )
+    return chapters_table([time_chapter(Path(path)) for path in paths or chapter_paths()], limit_s=limit_s)
+
+
+def chapters_table(times: Sequence[ChapterTime], *, limit_s: float = CHAPTER_BUDGET_S) -> BenchmarkResult:
+    """The table of :func:`chapters_benchmark` from measured chapter times, each judged against ``limit_s``."""
+    rows = tuple(
+        ChapterRow(
+            chapter=found.chapter,
+            seconds=found.seconds,
+            code_cells=found.cells,
+            within_budget=found.within(limit_s),
+            error=found.error or "",
         )
+        for found in times
+    )
     return BenchmarkResult(
         name="chapters",
         title=f"Every chapter in a fresh kernel on one core (budget {limit_s:g} s each)",
         command="python -m benchmarks.chapter_times",
-        rows=tuple(rows),
+        rows=rows,
         note=(
             "Each chapter read with jupytext and executed with nbclient in a fresh process pinned to CPU 0 "
             "(taskset -c 0), with a fresh, empty XORLIB_CACHE, as a new Binder session runs it; the time includes "

@@ -215,6 +215,7 @@ class Page:
             "Page.captureScreenshot",
             {
                 "format": "png",
+                "optimizeForSpeed": True,  # a faster, larger PNG: the screenshots are for looking at
                 "captureBeyondViewport": True,
                 "clip": {"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1},
             },

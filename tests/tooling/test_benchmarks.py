@@ -20,8 +20,13 @@ if str(ROOT) not in sys.path:
 from _tolerance import assert_close  # noqa: E402
 
 from benchmarks.__main__ import main as benchmarks_main  # noqa: E402
-from benchmarks.book import GRIDS_BUDGET_S, chapters_benchmark, grid_command, grids_benchmark  # noqa: E402
-from benchmarks.chapter_times import chapter_paths, time_chapter  # noqa: E402
+from benchmarks.book import (  # noqa: E402
+    GRIDS_BUDGET_S,
+    chapters_table,
+    grid_command,
+    grids_benchmark,
+)
+from benchmarks.chapter_times import ChapterTime, chapter_paths, time_chapter  # noqa: E402
 from benchmarks.empirical import SMALL_SIZE, draw_samples, empirical_benchmark, sample_floor  # noqa: E402
 from benchmarks.measure import measure_in_subprocess  # noqa: E402
 from benchmarks.suite import SMALL, as_text, codes_benchmark, step_benchmark  # noqa: E402
@@ -110,9 +115,18 @@ def test_a_streamed_step_in_a_fresh_process_stays_in_bounded_memory() -> None:
     assert found.command == "python -m benchmarks.measure --d 1048576 --heads split --seed 1"
 
 
-@pytest.mark.parametrize(("source", "error"), [("x = 1 + 1", None), ("1 / 0", "ZeroDivisionError")])
-def test_chapter_times_executes_a_chapter_in_a_fresh_pinned_kernel(tmp_path: Path, source, error) -> None:
-    timed = time_chapter(_tiny_chapter(tmp_path, source))
+@pytest.fixture(scope="module")
+def tiny_chapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ChapterTime]:
+    """A chapter that runs and one that fails, each executed once in a fresh pinned kernel (two kernels in all)."""
+    sources = {"good": "x = 1 + 1", "bad": "1 / 0"}
+    return {
+        kind: time_chapter(_tiny_chapter(tmp_path_factory.mktemp(kind), source)) for kind, source in sources.items()
+    }
+
+
+@pytest.mark.parametrize(("kind", "error"), [("good", None), ("bad", "ZeroDivisionError")])
+def test_chapter_times_executes_a_chapter_in_a_fresh_pinned_kernel(tiny_chapters: dict, kind, error) -> None:
+    timed = tiny_chapters[kind]
     assert timed.cells == 1 and timed.seconds > 0
     assert (timed.error is None) if error is None else (error in timed.error)
     names = [path.name for path in chapter_paths()]
@@ -127,11 +141,10 @@ def _tiny_chapter(folder: Path, source: str) -> Path:
     return chapter
 
 
-def test_the_chapter_table_marks_a_failing_or_slow_chapter_as_over_budget(tmp_path: Path) -> None:
-    good = chapters_benchmark([_tiny_chapter(tmp_path, "x = 1")])
-    (tmp_path / "bad").mkdir()
-    bad = chapters_benchmark([_tiny_chapter(tmp_path / "bad", "1 / 0")])
-    slow = chapters_benchmark([_tiny_chapter(tmp_path, "x = 1")], limit_s=0.0)
+def test_the_chapter_table_marks_a_failing_or_slow_chapter_as_over_budget(tiny_chapters: dict) -> None:
+    good = chapters_table([tiny_chapters["good"]])
+    bad = chapters_table([tiny_chapters["bad"]])
+    slow = chapters_table([tiny_chapters["good"]], limit_s=0.0)
     assert good.rows[0].within_budget and not bad.rows[0].within_budget and not slow.rows[0].within_budget
     assert "ZeroDivisionError" in bad.rows[0].error
     assert "python -m benchmarks.chapter_times" in as_text(good) and "1 of 1 chapters within budget" in good.note
