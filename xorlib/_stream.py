@@ -113,6 +113,7 @@ class CodeSource:
         self._store: torch.Tensor | None = None
         self._bytes: torch.Tensor | None = None
         self._index: torch.Tensor | None = None
+        self._wide: torch.Tensor | None = None  # int64 look-up indices of a block (wide passes)
         self._tail: torch.Tensor | None = None
         self._drawn_mu: torch.Tensor | None = None  # (groups,): the pairing of the block last drawn (not kept)
         self._last_columns: torch.Tensor | None = None  # the bytes of the block last indexed (uint8), if at hand
@@ -122,7 +123,8 @@ class CodeSource:
         """Whether every block is kept in memory (no pass regenerates codes)."""
         return self.keep_blocks >= self.codes.num_blocks
 
-    def __call__(self) -> Iterator[BlockView]:
+    def __call__(self, wide: bool = False) -> Iterator[BlockView]:
+        """The blocks of a pass; ``wide``: packed ones with int64 look-up indices (a pull-back scatters with them)."""
         codes, m, main, scale = self.codes, self.codes.m, self.codes.main, self.scale
         for block in range(codes.num_blocks):
             start, stop = codes._block_range(block)
@@ -134,7 +136,7 @@ class CodeSource:
                         self.kept[block] = rows
                 yield BlockView(start, stop, m, m, 1.0, rows=rows)
                 continue
-            index = self._block_index(block, stop - start)
+            index = self._block_index(block, stop - start, wide)
             yield BlockView(start, stop, m, main, scale, index=index, columns=self._last_columns)
         if codes.odd_balanced:
             yield from self._tail_views()
@@ -203,15 +205,22 @@ class CodeSource:
             self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
             self._drawn_mu = torch.zeros(self.groups, dtype=torch.long)
 
-    def _block_index(self, block: int, rows: int) -> torch.Tensor:
-        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
+    def _block_index(self, block: int, rows: int, wide: bool = False) -> torch.Tensor:
+        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers (int64 if ``wide``)."""
         kept = self.kept.get(block)
         self._last_columns = None
-        if kept is not None and kept.dtype == torch.int32:
+        if kept is not None and kept.dtype == torch.int32 and not wide:
             return kept
         self._buffers()
-        self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
-        return self._index[:, :rows].copy_(self._last_columns)
+        if kept is not None and kept.dtype == torch.int32:
+            columns = kept
+        else:
+            columns = self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
+        if not wide:
+            return self._index[:, :rows].copy_(columns)
+        if self._wide is None:  # one copy of the bytes serves both the look-ups and the pull-back's scatter
+            self._wide = torch.empty(self._index.shape, dtype=torch.int64, device=self.device)
+        return self._wide[:, :rows].copy_(columns)
 
     def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
@@ -441,11 +450,16 @@ def population_gradient(
         grad = (x[:, 1:] - x[:, :1]) @ rows
     else:
         pull = Pull(heads, queries.shape[1], queries)
-        for view in views():
+        for view in _wide_views(views):
             inside = [p - view.start if view.start <= p < view.stop else None for p in (u, v)]
             pull.add(view, pulled(lookup(view), *inside))
         grad = pull.result()
     return grad.expand(2, -1).clone() if heads == 1 else grad
+
+
+def _wide_views(views: Views) -> Iterable[BlockView]:
+    """A pass's blocks, with int64 look-up indices where the source offers them (a pull-back's scatter needs them)."""
+    return views(wide=True) if isinstance(views, CodeSource) else views()
 
 
 #: Opposite heads take one pass for the start and the gradient while every score is at most this in magnitude
@@ -492,7 +506,7 @@ def _opposite_heads(
     sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)}
     pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
     buffer = None
-    for view in views():
+    for view in _wide_views(views):
         s = (queries[:1] @ view.rows.T)[0] if view.rows is not None else lookup.distinct_scores(view)[0]
         high = torch.stack([s.amax(), -s.amin()])  # of s and of -s
         if bool((high > top).any()):
