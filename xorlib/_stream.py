@@ -309,13 +309,13 @@ def _exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 
     out = []
     for power in powers:
         if power == 1:
-            total = e.sum(-1)
+            out.append(e.sum(-1))
         elif power == 2:
-            total = torch.linalg.vector_norm(e, dim=-1).square_()  # one pass, no temporary
+            out.append(torch.linalg.vector_norm(e, dim=-1).square_())  # one pass, no temporary
         else:  # 4: the sum of the squares of the squares
-            total = torch.linalg.vector_norm(e.square_(), dim=-1).square_()
-        out.append(torch.where(empty, -torch.inf, total.log_() + power * top))
-    return torch.stack(out)
+            out.append(torch.linalg.vector_norm(e.square_(), dim=-1).square_())
+    scaled = torch.tensor(powers, dtype=top.dtype, device=top.device).view(-1, *[1] * top.dim()) * top
+    return torch.where(empty, -torch.inf, torch.stack(out).log_() + scaled)  # all powers at once (fewer calls)
 
 
 #: The smallest exponent :func:`_exp_sums` evaluates, divided by the largest power it sums (see there).
@@ -623,13 +623,16 @@ def _merge_top(
     start: int,
     k: int,
     columns: torch.Tensor | None = None,
+    highest: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest of ``values`` ``(..., j)`` and of ``x`` ``(..., rows)`` (positions from ``start``), with their positions.
 
     ``columns``: the offsets from ``start`` of the columns of ``x`` (else ``0, 1, ...``). A block whose largest
-    entry is below every row's ``k``-th best so far is skipped (one reduction).
+    entry is below every row's ``k``-th best so far is skipped (one reduction, or none given ``highest``,
+    ``x.amax(-1)``).
     """
-    if values.shape[-1] == k and bool((x.amax(-1) < values[..., -1]).all()):
+    highest = x.amax(-1) if highest is None else highest
+    if values.shape[-1] == k and bool((highest < values[..., -1]).all()):
         return values, index
     best = torch.topk(x, min(k, x.shape[-1]), dim=-1)  # the block's best, then merged with the best so far
     offsets = best.indices if columns is None else columns[best.indices]
@@ -729,7 +732,7 @@ def after_step(
             high = after.amax(-1)  # (separate amax and amin are several times faster than aminmax)
             biggest = torch.maximum(biggest, torch.maximum(high, -after.amin(-1)))
             if top:  # the part's best two, merged with the best so far
-                top_values, top_index = _merge_top(top_values, top_index, after, start, 2)
+                top_values, top_index = _merge_top(top_values, top_index, after, start, 2, highest=high)
             if keep_scores:
                 kept.append(after[0].clone())
             inside = [
