@@ -521,8 +521,8 @@ def _opposite_heads(
         weights = buffer[:, : s.shape[0]]
         a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
         b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
-        a2, b2 = torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])
-        block = torch.stack([a.sum(), a2.sum(), b.sum(), b2.sum()])
+        torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])  # A^2, B^2
+        block = weights.sum(-1)  # A, A^2, B, B^2 (each row summed as alone)
         sums += block.view(2, 2)
         pull.add(view, weights, block)
     d = views.d
@@ -585,7 +585,7 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         blocks = screened(first)
     else:
         blocks = ((view, None) for view in views())
-    bounds = None
+    bounds = upper = hits = None
     for view, rest in blocks:
         if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
@@ -599,14 +599,19 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         if best_values.shape[-1] < k:  # every row is completed
             columns = torch.arange(partial.shape[1], device=partial.device)
         else:
-            reach = None
+            if upper is None or upper.shape[0] < partial.shape[1]:  # reused from block to block
+                upper = torch.empty(partial.shape[1], dtype=partial.dtype, device=partial.device)
+                hits = torch.empty((2, partial.shape[1]), dtype=torch.bool, device=partial.device)
+            bound, reach, hit = upper[: partial.shape[1]], hits[0, : partial.shape[1]], hits[1, : partial.shape[1]]
+            thresholds = (best_values[:, -1] - slack).tolist()  # the same doubles as 0-d tensors, fewer calls
             for head, (slot, sign) in enumerate(lookup.plan):
                 if sign > 0:
-                    upper = partial[slot] + high[slot, first]
+                    torch.add(partial[slot], float(high[slot, first]), out=bound)
                 else:  # the negated query's score is minus the slot's, at most -(partial + low)
-                    upper = torch.sub(-low[slot, first], partial[slot])
-                hit = upper >= best_values[head, -1] - slack
-                reach = hit if reach is None else reach.logical_or_(hit)
+                    torch.sub(-float(low[slot, first]), partial[slot], out=bound)
+                torch.ge(bound, thresholds[head], out=reach if head == 0 else hit)
+                if head:
+                    reach.logical_or_(hit)
             columns = reach.nonzero().squeeze(1)
         if columns.numel():
             index = None if rest is None else rest(columns)
