@@ -249,9 +249,10 @@ class Pull:
                     torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
                 )
             rows = both.shape[1]
-            if index.dtype == torch.int64:  # scatter_add_ takes int64 indices: these as they are
+            # scatter_add_ takes int64 indices: these as they are, else copied into one reused buffer
+            if index.dtype == torch.int64 and index.device == both.device:
                 bins = index
-            else:  # else copied into one reused buffer, from the bytes where at hand (faster)
+            else:  # from the bytes where at hand (faster)
                 if self._bins is None or self._bins.shape[1] < rows:
                     self._bins = torch.empty(groups, rows, dtype=torch.int64, device=both.device)
                 source = view.columns if view.columns is not None and view.columns.device == both.device else index
