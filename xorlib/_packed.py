@@ -93,6 +93,7 @@ class Lookup:
                 self.plan.append((len(distinct) - 1, 1.0))
         self.distinct = distinct
         self._tables: dict[tuple[int, float], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._rows: dict[tuple[int, float], list[tuple[torch.Tensor, ...]]] = {}
 
     @property
     def identity(self) -> bool:
@@ -117,20 +118,27 @@ class Lookup:
 
         With ``groups``, the partial sums over the first ``groups`` groups only (:meth:`finish` continues them).
         """
-        tables = self.tables(view.main, view.scale)
+        tables = self._table_rows(view.main, view.scale)
         index = view.byte_index()  # (groups, rows)
         rows, groups = index.shape[1], index.shape[0] if groups is None else groups
-        found = torch.empty(tables.shape[0], rows, dtype=tables.dtype, device=tables.device)
-        looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=tables.dtype, device=tables.device)
+        found = torch.empty(len(tables), rows, dtype=self.queries.dtype, device=self.queries.device)
+        looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=found.dtype, device=found.device)
         for start in range(0, rows, LOOKUP_ROWS):  # parts that stay in cache while the groups are added
             stop = min(rows, start + LOOKUP_ROWS)
             part = looked_up[: stop - start]
-            for slot in range(tables.shape[0]):
-                out = found[slot, start:stop]
-                torch.index_select(tables[slot, 0], 0, index[0, start:stop], out=out)
+            bytes_ = index[:groups, start:stop].unbind(0)  # one call for all the groups' rows (fewer tensor calls)
+            for out, table in zip(found[:, start:stop].unbind(0), tables, strict=True):
+                torch.index_select(table[0], 0, bytes_[0], out=out)
                 for group in range(1, groups):
-                    out += torch.index_select(tables[slot, group], 0, index[group, start:stop], out=part)
+                    out += torch.index_select(table[group], 0, bytes_[group], out=part)
         return found
+
+    def _table_rows(self, main: int, scale: float) -> list[tuple[torch.Tensor, ...]]:
+        """:meth:`tables` as one tuple of ``groups`` rows ``(256,)`` per slot (made once: the look-ups index them often)."""
+        key = (main, scale)
+        if key not in self._rows:
+            self._rows[key] = [slot.unbind(0) for slot in self.tables(main, scale)]
+        return self._rows[key]
 
     def finish(
         self,
@@ -145,13 +153,14 @@ class Lookup:
         The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
         ``index``: the look-up indices ``(remaining groups, n)`` of those rows, if the view holds only the first groups.
         """
-        tables = self.tables(view.main, view.scale)
+        tables = self._table_rows(view.main, view.scale)
         if index is None:
             index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
         part = torch.empty_like(partial[0])
-        for slot in range(tables.shape[0]):
-            for group in range(index.shape[0]):
-                partial[slot] += torch.index_select(tables[slot, groups + group], 0, index[group], out=part)
+        bytes_ = index.unbind(0)
+        for out, table in zip(partial.unbind(0), tables, strict=True):
+            for group, column in enumerate(bytes_, start=groups):
+                out += torch.index_select(table[group], 0, column, out=part)
         return partial
 
     def remaining_range(self, main: int, scale: float) -> tuple[torch.Tensor, torch.Tensor, float]:
@@ -199,8 +208,8 @@ class Pull:
     Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value
     and the weights' total; :meth:`result` reads each coordinate's sum off the 256 bins once:
     :math:`\text{scale}\cdot(\sum_k w_k - 2\sum_{k:\ \text{bit set}} w_k)`. Weight vectors are histogrammed
-    two at a time, as the real and imaginary parts of complex weights, all pairs in one ``scatter_add_`` per
-    group (each bin adds its weights one by one in the order of the rows, as ``index_add_`` does, at about half
+    two at a time, as the real and imaginary parts of complex weights, all pairs and groups in one ``scatter_add_``
+    per block (each bin adds its weights one by one in the order of the rows, as ``index_add_`` does, at about half
     its cost); a last odd one by ``torch.bincount``. Dense
     blocks add ``w @ rows``. :meth:`scale_` multiplies what has been accumulated (a running shift).
     """
@@ -239,13 +248,17 @@ class Pull:
                     torch.stack([weights[2 * slot] for slot in range(paired)]),
                     torch.stack([weights[2 * slot + 1] for slot in range(paired)]),
                 )
-            if self._bins is None or self._bins.shape[0] < both.shape[1]:
-                self._bins = torch.empty(both.shape[1], dtype=torch.int64, device=both.device)
-            # scatter_add_ takes int64 indices: one reused buffer, filled from the bytes where at hand (faster)
-            bins = self._bins[: both.shape[1]]
-            source = view.columns if view.columns is not None and view.columns.device == both.device else index
-            for group in range(groups):
-                self.pairs[:, group].scatter_add_(1, bins.copy_(source[group]).expand(paired, -1), both)
+            rows = both.shape[1]
+            # scatter_add_ takes int64 indices: these as they are, else copied into one reused buffer
+            if index.dtype == torch.int64 and index.device == both.device:
+                bins = index
+            else:  # from the bytes where at hand (faster)
+                if self._bins is None or self._bins.shape[1] < rows:
+                    self._bins = torch.empty(groups, rows, dtype=torch.int64, device=both.device)
+                source = view.columns if view.columns is not None and view.columns.device == both.device else index
+                bins = self._bins[:, :rows].copy_(source)
+            # all groups in one call (faster than one per group): each bin still adds its weights in row order
+            self.pairs.scatter_add_(2, bins.expand(paired, -1, -1), both.unsqueeze(1).expand(-1, groups, -1))
         for slot in range(self.single.shape[0]):
             column = weights[2 * paired + slot]
             for group in range(groups):

@@ -113,6 +113,7 @@ class CodeSource:
         self._store: torch.Tensor | None = None
         self._bytes: torch.Tensor | None = None
         self._index: torch.Tensor | None = None
+        self._wide: torch.Tensor | None = None  # int64 look-up indices of a block (wide passes)
         self._tail: torch.Tensor | None = None
         self._drawn_mu: torch.Tensor | None = None  # (groups,): the pairing of the block last drawn (not kept)
         self._last_columns: torch.Tensor | None = None  # the bytes of the block last indexed (uint8), if at hand
@@ -122,7 +123,8 @@ class CodeSource:
         """Whether every block is kept in memory (no pass regenerates codes)."""
         return self.keep_blocks >= self.codes.num_blocks
 
-    def __call__(self) -> Iterator[BlockView]:
+    def __call__(self, wide: bool = False) -> Iterator[BlockView]:
+        """The blocks of a pass; ``wide``: packed ones with int64 look-up indices (a pull-back scatters with them)."""
         codes, m, main, scale = self.codes, self.codes.m, self.codes.main, self.scale
         for block in range(codes.num_blocks):
             start, stop = codes._block_range(block)
@@ -134,7 +136,7 @@ class CodeSource:
                         self.kept[block] = rows
                 yield BlockView(start, stop, m, m, 1.0, rows=rows)
                 continue
-            index = self._block_index(block, stop - start)
+            index = self._block_index(block, stop - start, wide)
             yield BlockView(start, stop, m, main, scale, index=index, columns=self._last_columns)
         if codes.odd_balanced:
             yield from self._tail_views()
@@ -203,15 +205,22 @@ class CodeSource:
             self._mu = torch.zeros(self.keep_blocks, self.groups, dtype=torch.long)
             self._drawn_mu = torch.zeros(self.groups, dtype=torch.long)
 
-    def _block_index(self, block: int, rows: int) -> torch.Tensor:
-        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers."""
+    def _block_index(self, block: int, rows: int, wide: bool = False) -> torch.Tensor:
+        """The look-up indices ``(groups, rows)`` of a block: kept, or drawn into the reused buffers (int64 if ``wide``)."""
         kept = self.kept.get(block)
         self._last_columns = None
-        if kept is not None and kept.dtype == torch.int32:
+        if kept is not None and kept.dtype == torch.int32 and not wide:
             return kept
         self._buffers()
-        self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
-        return self._index[:, :rows].copy_(self._last_columns)
+        if kept is not None and kept.dtype == torch.int32:
+            columns = kept
+        else:
+            columns = self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
+        if not wide:
+            return self._index[:, :rows].copy_(columns)
+        if self._wide is None:  # one copy of the bytes serves both the look-ups and the pull-back's scatter
+            self._wide = torch.empty(self._index.shape, dtype=torch.int64, device=self.device)
+        return self._wide[:, :rows].copy_(columns)
 
     def _columns(self, block: int, rows: int, words: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The bytes ``(groups, rows)`` of a block: kept (whole, or rebuilt from its halves into ``out``), or drawn
@@ -300,13 +309,13 @@ def _exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 
     out = []
     for power in powers:
         if power == 1:
-            total = e.sum(-1)
+            out.append(e.sum(-1))
         elif power == 2:
-            total = torch.linalg.vector_norm(e, dim=-1).square_()  # one pass, no temporary
+            out.append(torch.linalg.vector_norm(e, dim=-1).square_())  # one pass, no temporary
         else:  # 4: the sum of the squares of the squares
-            total = torch.linalg.vector_norm(e.square_(), dim=-1).square_()
-        out.append(torch.where(empty, -torch.inf, total.log_() + power * top))
-    return torch.stack(out)
+            out.append(torch.linalg.vector_norm(e.square_(), dim=-1).square_())
+    scaled = torch.tensor(powers, dtype=top.dtype, device=top.device).view(-1, *[1] * top.dim()) * top
+    return torch.where(empty, -torch.inf, torch.stack(out).log_() + scaled)  # all powers at once (fewer calls)
 
 
 #: The smallest exponent :func:`_exp_sums` evaluates, divided by the largest power it sums (see there).
@@ -441,11 +450,16 @@ def population_gradient(
         grad = (x[:, 1:] - x[:, :1]) @ rows
     else:
         pull = Pull(heads, queries.shape[1], queries)
-        for view in views():
+        for view in _wide_views(views):
             inside = [p - view.start if view.start <= p < view.stop else None for p in (u, v)]
             pull.add(view, pulled(lookup(view), *inside))
         grad = pull.result()
     return grad.expand(2, -1).clone() if heads == 1 else grad
+
+
+def _wide_views(views: Views) -> Iterable[BlockView]:
+    """A pass's blocks, with int64 look-up indices where the source offers them (a pull-back's scatter needs them)."""
+    return views(wide=True) if isinstance(views, CodeSource) else views()
 
 
 #: Opposite heads take one pass for the start and the gradient while every score is at most this in magnitude
@@ -492,7 +506,7 @@ def _opposite_heads(
     sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)}
     pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
     buffer = None
-    for view in views():
+    for view in _wide_views(views):
         s = (queries[:1] @ view.rows.T)[0] if view.rows is not None else lookup.distinct_scores(view)[0]
         high = torch.stack([s.amax(), -s.amin()])  # of s and of -s
         if bool((high > top).any()):
@@ -507,8 +521,8 @@ def _opposite_heads(
         weights = buffer[:, : s.shape[0]]
         a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
         b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
-        a2, b2 = torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])
-        block = torch.stack([a.sum(), a2.sum(), b.sum(), b2.sum()])
+        torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])  # A^2, B^2
+        block = weights.sum(-1)  # A, A^2, B, B^2 (each row summed as alone)
         sums += block.view(2, 2)
         pull.add(view, weights, block)
     d = views.d
@@ -571,7 +585,7 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         blocks = screened(first)
     else:
         blocks = ((view, None) for view in views())
-    bounds = None
+    bounds = upper = hits = None
     for view, rest in blocks:
         if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = _merge_top(best_values, best_index, lookup(view), view.start, k)
@@ -585,14 +599,19 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         if best_values.shape[-1] < k:  # every row is completed
             columns = torch.arange(partial.shape[1], device=partial.device)
         else:
-            reach = None
+            if upper is None or upper.shape[0] < partial.shape[1]:  # reused from block to block
+                upper = torch.empty(partial.shape[1], dtype=partial.dtype, device=partial.device)
+                hits = torch.empty((2, partial.shape[1]), dtype=torch.bool, device=partial.device)
+            bound, reach, hit = upper[: partial.shape[1]], hits[0, : partial.shape[1]], hits[1, : partial.shape[1]]
+            thresholds = (best_values[:, -1] - slack).tolist()  # the same doubles as 0-d tensors, fewer calls
             for head, (slot, sign) in enumerate(lookup.plan):
                 if sign > 0:
-                    upper = partial[slot] + high[slot, first]
+                    torch.add(partial[slot], float(high[slot, first]), out=bound)
                 else:  # the negated query's score is minus the slot's, at most -(partial + low)
-                    upper = torch.sub(-low[slot, first], partial[slot])
-                hit = upper >= best_values[head, -1] - slack
-                reach = hit if reach is None else reach.logical_or_(hit)
+                    torch.sub(-float(low[slot, first]), partial[slot], out=bound)
+                torch.ge(bound, thresholds[head], out=reach if head == 0 else hit)
+                if head:
+                    reach.logical_or_(hit)
             columns = reach.nonzero().squeeze(1)
         if columns.numel():
             index = None if rest is None else rest(columns)
@@ -609,13 +628,16 @@ def _merge_top(
     start: int,
     k: int,
     columns: torch.Tensor | None = None,
+    highest: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest of ``values`` ``(..., j)`` and of ``x`` ``(..., rows)`` (positions from ``start``), with their positions.
 
     ``columns``: the offsets from ``start`` of the columns of ``x`` (else ``0, 1, ...``). A block whose largest
-    entry is below every row's ``k``-th best so far is skipped (one reduction).
+    entry is below every row's ``k``-th best so far is skipped (one reduction, or none given ``highest``,
+    ``x.amax(-1)``).
     """
-    if values.shape[-1] == k and bool((x.amax(-1) < values[..., -1]).all()):
+    highest = x.amax(-1) if highest is None else highest
+    if values.shape[-1] == k and bool((highest < values[..., -1]).all()):
         return values, index
     best = torch.topk(x, min(k, x.shape[-1]), dim=-1)  # the block's best, then merged with the best so far
     offsets = best.indices if columns is None else columns[best.indices]
@@ -715,7 +737,7 @@ def after_step(
             high = after.amax(-1)  # (separate amax and amin are several times faster than aminmax)
             biggest = torch.maximum(biggest, torch.maximum(high, -after.amin(-1)))
             if top:  # the part's best two, merged with the best so far
-                top_values, top_index = _merge_top(top_values, top_index, after, start, 2)
+                top_values, top_index = _merge_top(top_values, top_index, after, start, 2, highest=high)
             if keep_scores:
                 kept.append(after[0].clone())
             inside = [
