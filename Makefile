@@ -79,17 +79,29 @@ book-tests: env
 	$(MAKE) -j2 book-lab book-browser-1280
 	$(MAKE) book-browser-390
 
-# The unit tests and the book build run side by side (two cores); then two lanes of checks of the built book: the PDF
-# and the browser at 390 px (which reads the PDF), beside JupyterLab and the browser at 1280 px.
+# make test on two cores (make -j2, one shared job server): one job slot runs the unit tests while the other builds
+# the book; each check of the built book starts as soon as the book (or the PDF) is there and a slot is free, longest
+# chain first. Each job is one process on one torch thread, so two jobs fill the two cores without spinning.
 test: lint
-	$(MAKE) -j2 unit book LARGE_D=0
-	$(MAKE) -j2 checks-pdf-390 checks-lab-1280
+	$(MAKE) -j2 test-unit test-checks
 
-.PHONY: checks-pdf-390 checks-lab-1280
-checks-pdf-390: pdf
+.PHONY: test-unit test-book test-pdf test-390 test-lab test-1280 test-checks
+test-unit: env
+	$(MAKE) unit TEST_JOBS=$(TEST_UNIT_JOBS)
+test-book: env
+	$(MAKE) book LARGE_D=0 BOOK_JOBS=$(TEST_BOOK_JOBS)
+test-pdf: test-book
+	$(MAKE) pdf
+test-390: test-pdf
 	$(MAKE) book-browser-390
-checks-lab-1280: book-lab
+test-lab: test-book
+	$(MAKE) book-lab
+test-1280: test-book
 	$(MAKE) book-browser-1280
+test-checks: test-390 test-lab test-1280
+# Processes per job inside make test (TEST_UNIT_JOBS=0: the unit tests in one pytest process, no workers).
+TEST_UNIT_JOBS ?= 0
+TEST_BOOK_JOBS ?= 1
 
 clean:
 	rm -rf _build .cache
