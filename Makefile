@@ -29,7 +29,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 env: $(STAMP)
 
-# LARGE_D=1 (the default of make book) also runs chapter 11's split step at d = 10^8 (about 16 s); make test skips it.
+# LARGE_D=1 (the default of make book) also runs chapter 11's split step at d = 10^8 (17 to 19 s on one core); make test skips it.
 LARGE_D ?= 1
 
 # --all: every chapter is read, so executed, again (a change in xorlib changes no chapter file).
@@ -80,8 +80,9 @@ book-tests: env
 	$(MAKE) book-browser-390
 
 # make test on two cores (make -j2, one shared job server): one job slot runs the unit tests while the other builds
-# the book; each check of the built book starts as soon as the book (or the PDF) is there and a slot is free, longest
-# chain first. Each job is one process on one torch thread, so two jobs fill the two cores without spinning.
+# the book; each check of the built book starts as soon as the book (or the PDF) is there and a slot is free, the
+# longest first (JupyterLab, then the PDF and the 390-px browser that reads it, then 1280 px). Each job is one
+# process on one torch thread, so two jobs fill the two cores without spinning.
 test: lint
 	$(MAKE) -j2 test-unit test-checks
 
@@ -98,7 +99,7 @@ test-lab: test-book
 	$(MAKE) book-lab
 test-1280: test-book
 	$(MAKE) book-browser-1280
-test-checks: test-390 test-lab test-1280
+test-checks: test-lab test-390 test-1280
 # Processes per job inside make test (TEST_UNIT_JOBS=0: the unit tests in one pytest process, no workers).
 TEST_UNIT_JOBS ?= 0
 TEST_BOOK_JOBS ?= 1
