@@ -381,18 +381,43 @@ RUN_ALL = """
 """
 
 
+# In JupyterLab's page: close every document (shutting its kernel down, unsaved changes dropped), then open ``path``.
+OPEN_ALONE = """
+(async (path) => {
+  const app = window.jupyterapp;
+  for (const widget of [...app.shell.widgets('main')]) {
+    if (widget.sessionContext && widget.sessionContext.session) await widget.sessionContext.shutdown();
+    if (widget.context) widget.context.model.dirty = false;
+    widget.dispose();
+  }
+  await app.commands.execute('docmanager:open', {path});
+  return 1;
+})
+"""
+
+
+def _read_when_shown(tab: _chromium.Page, expected: list[str], wait_s: float = 30.0) -> dict:
+    """:data:`READ`, once every ``expected`` value is in the rendered text (or after ``wait_s``: the rendered
+    markdown follows the evaluated expressions, later on a loaded machine)."""
+    deadline = time.monotonic() + wait_s
+    state = tab.evaluate(READ)
+    while any(value not in state["text"] for value in expected) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        state = tab.evaluate(READ)
+    return state
+
+
 def _open_and_run(tab: _chromium.Page, lab: Lab, path: str, limit_s: float) -> dict:
     """Open ``path`` as the current notebook, run it all, save it.
 
     Where the tab shows this JupyterLab already, the file opens there with its default viewer (``docmanager:open``,
-    as a double click in the file browser opens it: the launch-link test checks that viewer is the notebook);
-    otherwise by its URL, in a fresh workspace. Loading JupyterLab's page once saves seconds of CPU per chapter.
+    as a double click in the file browser opens it: the launch-link test checks that viewer is the notebook), after
+    the notebooks open before it are closed and their kernels shut down, as in a fresh workspace; otherwise by its
+    URL, in a fresh workspace. Loading JupyterLab's page once saves seconds of CPU per chapter.
     """
     here = tab.evaluate(f"!!window.jupyterapp && location.origin === {json.dumps(lab.url)}")
     if here:
-        tab.evaluate(
-            f"window.jupyterapp.commands.execute('docmanager:open', {{path: {json.dumps(path)}}}).then(() => 1)"
-        )
+        tab.evaluate(f"{OPEN_ALONE}({json.dumps(path)})", timeout=90.0)
     else:
         tab.navigate(f"{lab.url}/lab/tree/{path}?reset&token={lab.token}", timeout=90.0)
     tab.wait_until(
@@ -460,7 +485,7 @@ def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab, 
     before = _git_status(list(RENDERED_CHAPTERS))
     for chapter in RENDERED_CHAPTERS:
         run = _open_and_run(tab, lab, chapter, limit_s=420.0)
-        state = tab.evaluate(READ)
+        state = _read_when_shown(tab, _book_values(chapter))
         shot = ROOT / "_build" / "screenshots" / "jupyterlab" / f"{Path(chapter).stem}.png"
         tab.screenshot(shot, max_height=900)
         assert not state["errors"], f"{chapter}: cells failed in JupyterLab: {state['errors'][:2]}"
