@@ -521,7 +521,8 @@ def _opposite_heads(
         weights = buffer[:, : s.shape[0]]
         a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
         b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
-        torch.mul(a, a, out=weights[1]), torch.mul(b, b, out=weights[3])  # A^2, B^2
+        torch.mul(a, a, out=weights[1])  # A^2
+        torch.mul(b, b, out=weights[3])  # B^2
         block = weights.sum(-1)  # A, A^2, B, B^2 (each row summed as alone)
         sums += block.view(2, 2)
         pull.add(view, weights, block)
