@@ -19,7 +19,7 @@ JB_BUILD := $(ONE_THREAD) XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_b
 
 .PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt

@@ -8,6 +8,8 @@ every bit pattern (:func:`lookup_tables`), so a score is :math:`\lceil M/8\rceil
 :class:`Lookup` builds the tables once per pass and reads every block off them, looking up once for
 equal queries (tied heads) and negating for opposite ones (the antisymmetric start), both exactly; a
 score can be summed over the first groups and completed later (:meth:`Lookup.finish`) with the same additions.
+Bytes given as uint8 go to the compiled loops of :mod:`xorlib._kernels` instead (the same additions, one call per
+block); int32 and int64 look-up indices to the tensor calls.
 *Pull-backs.* :class:`Pull` histograms the weights by byte value, group by group, accumulating over all
 the blocks of a pass, and reads each coordinate's sum off the 256 bins once at the end.
 *Generation.* :func:`paired_columns` turns the random bytes of a block into byte columns
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import _kernels as kernels
+from ._kernels import histogram, lookup_sums, pair_columns
 from ._random import BYTE_BITS
 
 
@@ -30,7 +34,8 @@ class BlockView:
     r"""One block of rows of :math:`P`, rows ``[start, stop)``: packed sign bits, or a dense float block.
 
     Packed bits come as ``packed`` ``(rows, groups)`` uint8 (public views) or as the look-up indices
-    ``index`` ``(groups, rows)`` int32 (the streamed passes, whose buffers the next block overwrites).
+    ``index`` ``(groups, rows)`` (the streamed passes, whose buffers the next block overwrites): int32, int64
+    for a pull-back's scatter, or the bytes themselves, uint8, for the compiled loops (:mod:`xorlib._kernels`).
     :meth:`scores` and :meth:`pull` never form a float matrix (see the module docstring).
     """
 
@@ -118,10 +123,13 @@ class Lookup:
 
         With ``groups``, the partial sums over the first ``groups`` groups only (:meth:`finish` continues them).
         """
-        tables = self._table_rows(view.main, view.scale)
         index = view.byte_index()  # (groups, rows)
         rows, groups = index.shape[1], index.shape[0] if groups is None else groups
-        found = torch.empty(len(tables), rows, dtype=self.queries.dtype, device=self.queries.device)
+        found = torch.empty(len(self.distinct), rows, dtype=self.queries.dtype, device=self.queries.device)
+        if index.dtype == torch.uint8:  # bytes: the compiled loop, the same additions (xorlib._kernels)
+            lookup_sums(self.tables(view.main, view.scale), index[:groups], found, 0, True)
+            return found
+        tables = self._table_rows(view.main, view.scale)
         looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=found.dtype, device=found.device)
         for start in range(0, rows, LOOKUP_ROWS):  # parts that stay in cache while the groups are added
             stop = min(rows, start + LOOKUP_ROWS)
@@ -153,9 +161,12 @@ class Lookup:
         The same additions in the same order as :meth:`distinct_scores`: exactly the scores of those rows.
         ``index``: the look-up indices ``(remaining groups, n)`` of those rows, if the view holds only the first groups.
         """
-        tables = self._table_rows(view.main, view.scale)
         if index is None:
             index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
+        if index.dtype == torch.uint8:
+            lookup_sums(self.tables(view.main, view.scale), index, partial, groups, False)
+            return partial
+        tables = self._table_rows(view.main, view.scale)
         part = torch.empty_like(partial[0])
         bytes_ = index.unbind(0)
         for out, table in zip(partial.unbind(0), tables, strict=True):
@@ -237,7 +248,9 @@ class Pull:
             self.main, self.scale = view.main, view.scale
             self.pairs = torch.zeros(paired, groups, 256, dtype=torch.complex128, device=weights[0].device)
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
-        if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
+        if index.dtype == torch.uint8:  # bytes: the compiled loop, the same additions (xorlib._kernels)
+            self._add_compiled(index, weights if isinstance(weights, torch.Tensor) else torch.stack(weights), paired)
+        elif paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
             if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place, into a reused buffer
                 rows = weights.shape[1]
                 if self._both is None or self._both.shape[1] < rows:
@@ -259,13 +272,23 @@ class Pull:
                 bins = self._bins[:, :rows].copy_(source)
             # all groups in one call (faster than one per group): each bin still adds its weights in row order
             self.pairs.scatter_add_(2, bins.expand(paired, -1, -1), both.unsqueeze(1).expand(-1, groups, -1))
-        for slot in range(self.single.shape[0]):
+        for slot in range(self.single.shape[0] if index.dtype != torch.uint8 else 0):
             column = weights[2 * paired + slot]
             for group in range(groups):
                 self.single[slot, group] += torch.bincount(index[group], weights=column, minlength=256)
         if totals is None:
             totals = weights.sum(-1) if isinstance(weights, torch.Tensor) else torch.stack([w.sum() for w in weights])
         self.total += totals
+
+    def _add_compiled(self, index: torch.Tensor, weights: torch.Tensor, paired: int) -> None:
+        """:meth:`add` of a block given as bytes: the pairs straight into their bins, as ``scatter_add_`` adds them;
+        an odd last column into a histogram of its own, then added, as ``torch.bincount`` does."""
+        if paired:
+            histogram(torch.view_as_real(self.pairs), index, weights[: 2 * paired])
+        for slot in range(self.single.shape[0]):
+            own = torch.zeros_like(self.single[slot]).unsqueeze(-1)
+            histogram(own.unsqueeze(0), index, weights[2 * paired + slot].unsqueeze(0))
+            self.single[slot] += own.squeeze(-1)
 
     def scale_(self, factors: torch.Tensor) -> None:
         """Multiply every column's accumulated sums by its factor ``(columns,)``."""
@@ -338,6 +361,9 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     Works on any integer dtype (uint8 bytes, or int32 look-up indices), on the CPU, through NumPy views (a
     reversed slice is a view there, and a call costs far less than a torch call: these are many small ones).
     """
+    if _uses_loops(columns):
+        pair_columns(columns, mu)
+        return columns
     rows = columns.shape[1]
     for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
         first, second = _run_halves(m, rows)
@@ -441,6 +467,9 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     with the flipped mirror image of its first half, so the first halves (:math:`c/2` bytes) determine the column
     (:func:`whole_columns`). A balanced block of paired groups thus keeps in half the memory of its bytes.
     """
+    if _uses_loops(columns, out):
+        kernels.half_columns(columns, mu, out)
+        return out
     rows = columns.shape[1]
     source, target = columns.numpy(), out.numpy()
     for group, m in enumerate(mu.tolist()):
@@ -459,6 +488,10 @@ def whole_columns(
     ``^`` the mask of its used bits. With ``groups``, only the first ``groups`` columns (:func:`half_column_bytes`
     reads any other byte off the halves).
     """
+    if _uses_loops(halves, out):
+        written = halves.shape[0] if groups is None else min(groups, halves.shape[0])
+        kernels.whole_columns(halves, mu, written, used_bits(main), out)
+        return out
     rows = out.shape[1]
     last = halves.shape[0] - 1
     source, target = halves.numpy(), out.numpy()  # on the CPU (see _pair_columns)
@@ -484,6 +517,11 @@ def half_column_bytes(
     position = torch.where(source <= mu, source, source - (mu + 1) // 2)
     found = torch.gather(halves[first:], 1, position)
     return found ^ (flipped.to(torch.uint8) * _flips(torch.arange(first, total), total, main).unsqueeze(1))
+
+
+def _uses_loops(*arrays: torch.Tensor) -> bool:
+    """Whether byte arrays go to the compiled loops (built, uint8, rows contiguous): the same bytes either way."""
+    return kernels.AVAILABLE and all(a.dtype == torch.uint8 and a.stride(-1) == 1 for a in arrays)
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:

@@ -31,8 +31,10 @@ queries the step reports). The split step's second pass, for the direction's top
 position's score over the first four sevenths of the groups only and completes the few whose partial sum can still
 reach the top (:func:`top_scores`: the same additions, the same values). The split step's later passes read
 the codes kept from its first (as the half of each balanced block's bytes that determines the rest, up to
-:data:`HALVES_FACTOR` times :data:`KEEP_CODES_BYTES`: 96 % of them at :math:`d = 10^8`) and regenerate the
-others.
+:data:`HALVES_FACTOR` times :data:`KEEP_CODES_BYTES`: 86 % of them at :math:`d = 10^8`) and regenerate the
+others. On the CPU, where the package's C loops were built (:mod:`xorlib._kernels`), every pass hands them
+the blocks' bytes: the look-up sums and the pull-back's histograms are then one call per block, with the
+same additions in the same order, so the results are the same bit for bit.
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound (:func:`_log_weight_error`) on the
 rounding of each log-weight: the look-up scores, the exponentials, every sum in any order
@@ -49,6 +51,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from . import _kernels as kernels
 from ._moments import Deviations, Moments, OffPair, loss, mean_weight_gradient, pair_terms
 from ._packed import (
     PER_COORDINATE_BELOW,
@@ -67,18 +70,20 @@ Rest = Callable[[torch.Tensor], torch.Tensor]  # a block's remaining look-up ind
 #: Packed codes are kept in memory, for all the passes of a step, up to this many bytes (the rest is regenerated);
 #: codes that do not all fit, up to :data:`HALVES_FACTOR` times as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
-#: Halves may take this multiple of :data:`KEEP_CODES_BYTES` (640 MiB: 96 % of the blocks at :math:`d = 10^8`, whose
-#: split step then peaks at about 0.95 GB for the whole process).
-HALVES_FACTOR = 2.5
+#: Halves may take this multiple of :data:`KEEP_CODES_BYTES` (576 MiB: 86 % of the blocks at :math:`d = 10^8`, whose
+#: split step then peaks at about 0.87 GB for the whole process, 0.95 GB where torch's files start more resident).
+HALVES_FACTOR = 2.25
 
 
 class CodeSource:
     """The passes' source of blocks: kept in memory as far as :data:`KEEP_CODES_BYTES` allows, else regenerated.
 
     Either way every pass sees the same blocks (they depend only on the seed), so the results do not
-    depend on the choice. Packed blocks come as int32 look-up indices in buffers that the next block
-    overwrites: a pass uses each block before asking for the next. Codes that fit whole as indices are
-    kept as indices, else codes that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
+    depend on the choice. Packed blocks come as look-up indices in buffers that the next block
+    overwrites: a pass uses each block before asking for the next; the indices are the bytes themselves
+    where the compiled loops read them (``compiled``: on the CPU, where :mod:`xorlib._kernels` was built),
+    else int32. Codes that fit whole as int32 indices are kept as indices (unless ``compiled``), else codes
+    that fit whole as bytes (4x smaller) as bytes; otherwise, unless ``partial``
     is false (a caller that reads the codes once where they do not all fit), the first blocks are kept, as
     many as fit: balanced blocks that pair whole groups as the half of their bytes that determines the rest
     (8x smaller than indices, :func:`xorlib._packed.half_columns`), in :data:`HALVES_FACTOR` times the budget,
@@ -96,12 +101,15 @@ class CodeSource:
         blocks = codes.num_blocks
         largest = largest_rows(codes)
         self.halves = False
+        # bytes go to the compiled loops as they are (no int32 copy, and kept 4x smaller) where those were built
+        self.compiled = codes.packed and self.device.type == "cpu" and kernels.AVAILABLE
         if codes.packed:
             last = codes._block_range(blocks - 1) if blocks else (0, 0)
             smallest = last[1] - last[0]
             whole = codes.bulk * self.groups <= keep_bytes  # all the bytes fit: kept whole (as indices if they fit)
             self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
-            self.kept_dtype = torch.int32 if codes.bulk * self.groups * 4 <= keep_bytes else torch.uint8
+            wide = codes.bulk * self.groups * 4 <= keep_bytes and not self.compiled
+            self.kept_dtype = torch.int32 if wide else torch.uint8
             per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
             keep_bytes = int(keep_bytes * HALVES_FACTOR) if self.halves else keep_bytes
         else:
@@ -173,18 +181,25 @@ class CodeSource:
                 whole_columns(kept, mu, main, out, first)
 
                 def rest(columns: torch.Tensor, kept=kept, mu=mu, rows=rows) -> torch.Tensor:
-                    return half_column_bytes(kept, mu, main, rows, columns, first).to(torch.int32)
+                    return self._as_index(half_column_bytes(kept, mu, main, rows, columns, first))
 
             else:
                 codes._paired_columns(block, self._words, out, self._drawn_mu, first)
                 raw = self._words.view(torch.uint8)[: rows * self.groups].view(rows, self.groups)
 
                 def rest(columns: torch.Tensor, raw=raw) -> torch.Tensor:
-                    return raw_column_bytes(raw, self._drawn_mu, main, columns, first).to(torch.int32)
+                    return self._as_index(raw_column_bytes(raw, self._drawn_mu, main, columns, first))
 
-            yield self._view(block, self._index[:first, :rows].copy_(out[:first])), rest
+            yield (
+                self._view(block, out[:first] if self.compiled else self._index[:first, :rows].copy_(out[:first])),
+                rest,
+            )
         if codes.odd_balanced:
             yield next(iter(self._tail_views())), None
+
+    def _as_index(self, columns: torch.Tensor) -> torch.Tensor:
+        """Bytes ``(groups, n)`` as look-up indices: as they are for the compiled loops, else int32."""
+        return columns if self.compiled else columns.to(torch.int32)
 
     def _view(self, block: int, index: torch.Tensor) -> BlockView:
         start, stop = self.codes._block_range(block)
@@ -216,6 +231,8 @@ class CodeSource:
             columns = kept
         else:
             columns = self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
+        if self.compiled and columns.dtype == torch.uint8:
+            return columns
         if not wide:
             return self._index[:, :rows].copy_(columns)
         if self._wide is None:  # one copy of the bytes serves both the look-ups and the pull-back's scatter

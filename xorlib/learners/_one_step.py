@@ -22,7 +22,7 @@ Step-size rules, none of which knows the hidden pair:
 
 The population step streams over the positions (:mod:`xorlib._stream`): memory
 :math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
-seed in every pass (or kept, packed: up to 256 MB whole, or up to 640 MiB as the half of each balanced
+seed in every pass (or kept, packed: up to 256 MiB whole, or up to 576 MiB as the half of each balanced
 block's bytes that determines the rest) and never unpacked to floats; at :math:`d = 10^8` a split step reads them three times and a tied step once. The reported worst case is
 :func:`xorlib.certify.certify_scores`'s certificate for the true pair, with the rounding allowance of the
 streamed scores (:func:`xorlib._stream._log_weight_error`).

@@ -1,0 +1,141 @@
+"""The compiled loops (xorlib/_loops.c through xorlib._kernels) give the tensor calls' results bit for bit.
+
+Issue 23: the look-up sums and the byte histograms of the streamed passes run as two C loops where the extension
+was built. Their arithmetic is the tensor calls' own (additions only, in the same order), so equality is exact:
+on the operations themselves (strided bytes, partial sums continued, one and two columns per bin), and on whole
+steps that read the codes kept whole, kept as halves and drawn again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sysconfig
+
+import pytest
+import torch
+
+from xorlib import _kernels, one_step
+from xorlib._packed import BlockView, Lookup, Pull
+
+needs_loops = pytest.mark.skipif(not _kernels.AVAILABLE, reason="the compiled loops were not built (no C compiler)")
+
+
+def test_the_loops_are_built_wherever_a_c_compiler_is_at_hand() -> None:
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}): the tensor calls run instead")
+    assert _kernels.AVAILABLE, "the extension xorlib._loops is missing: reinstall the package (make env)"
+
+
+def _bytes(groups: int, rows: int, seed: int, stride: int | None = None) -> torch.Tensor:
+    """Random bytes ``(groups, rows)``, optionally as a slice of wider rows (row stride ``stride``)."""
+    gen = torch.Generator().manual_seed(seed)
+    wide = torch.randint(0, 256, (groups, stride or rows), dtype=torch.uint8, generator=gen)
+    return wide[:, :rows]
+
+
+def _view(index: torch.Tensor, m: int) -> BlockView:
+    return BlockView(0, index.shape[1], m, m, 0.1, index=index)
+
+
+@needs_loops
+@pytest.mark.parametrize(("m", "rows", "stride"), [(107, 5000, None), (107, 4099, 4101), (13, 1, None), (8, 300, 301)])
+@pytest.mark.parametrize("heads", [1, 2, 3])
+def test_lookup_scores_and_their_continuation_equal_the_tensor_calls(m: int, rows: int, stride, heads: int) -> None:
+    groups = -(-m // 8)
+    index = _bytes(groups, rows, seed=m + rows, stride=stride)
+    queries = torch.randn(heads, m, dtype=torch.float64, generator=torch.Generator().manual_seed(rows))
+    lookup = Lookup(queries)
+    compiled, tensors = lookup.distinct_scores(_view(index, m)), lookup.distinct_scores(_view(index.to(torch.int32), m))
+    assert torch.equal(compiled, tensors)
+    first = max(1, groups // 2)  # partial sums over the first groups, continued at some rows
+    columns = torch.arange(0, rows, 3)
+    compiled_partial = lookup.distinct_scores(_view(index, m), first)[:, columns]
+    tensor_partial = lookup.distinct_scores(_view(index.to(torch.int32), m), first)[:, columns]
+    assert torch.equal(compiled_partial, tensor_partial)
+    rest = index[first:].index_select(1, columns)
+    done = lookup.finish(compiled_partial, _view(index, m), columns, first, rest)
+    assert torch.equal(done, lookup.finish(tensor_partial, _view(index, m), columns, first, rest.to(torch.int32)))
+    assert torch.equal(done, tensors[:, columns])
+
+
+@needs_loops
+@pytest.mark.parametrize("columns", [1, 2, 3, 4])
+@pytest.mark.parametrize(("m", "rows", "stride"), [(107, 5000, None), (21, 777, 800)])
+def test_histograms_over_several_blocks_equal_the_tensor_calls(columns: int, m: int, rows: int, stride) -> None:
+    groups = -(-m // 8)
+    gen = torch.Generator().manual_seed(columns)
+    compiled, tensors = (
+        Pull(columns, m, torch.zeros(1, dtype=torch.float64)),
+        Pull(columns, m, torch.zeros(1, dtype=torch.float64)),
+    )
+    for block in range(3):  # the bins accumulate across blocks, in the order of the rows
+        index = _bytes(groups, rows, seed=10 * block + columns, stride=stride)
+        weights = torch.randn(columns, rows, dtype=torch.float64, generator=gen).exp()
+        compiled.add(_view(index, m), weights)
+        tensors.add(_view(index.to(torch.int32), m), weights)
+    assert torch.equal(compiled.pairs, tensors.pairs)
+    assert torch.equal(compiled.single, tensors.single)
+    assert torch.equal(compiled.result(), tensors.result())
+
+
+def _same(a, b) -> bool:
+    """Exact equality of results: tensors, floats (as their bits), dataclasses and tuples of them."""
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and torch.equal(a, b)
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, float):
+        return a.hex() == b.hex()
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+@needs_loops
+@pytest.mark.parametrize("keep", [2**30, 2**21, 2**19])  # codes kept whole, partly as halves, mostly drawn again
+@pytest.mark.parametrize(
+    ("d", "heads", "options"),
+    [
+        (150_000, "split", {}),
+        (150_001, "split", {"sigma": 3.0}),
+        (150_000, "tied", {}),
+        (90_000, "split", {"code_kind": "iid"}),
+    ],
+)
+def test_a_step_with_the_loops_is_the_step_without_them(
+    d: int, heads: str, options: dict, keep: int, monkeypatch
+) -> None:
+    from xorlib import _stream
+
+    monkeypatch.setattr(_stream, "KEEP_CODES_BYTES", keep)
+    with_loops = one_step(d, heads, **options)
+    monkeypatch.setattr(_kernels, "AVAILABLE", False)
+    assert _same(with_loops, one_step(d, heads, **options))
+
+
+@needs_loops
+@pytest.mark.parametrize("rows", [2, 10, 16, 18, 1000, 2**14 + 6])
+@pytest.mark.parametrize("main", [16, 13])
+def test_pairing_halves_and_wholes_are_the_bytes_of_the_python_loops(rows: int, main: int, monkeypatch) -> None:
+    from xorlib import _packed
+
+    groups = -(-main // 8)
+    gen = torch.Generator().manual_seed(rows + main)
+    raw = torch.randint(0, 256, (groups, rows + 3), dtype=torch.uint8, generator=gen)[:, :rows]  # strided rows
+    raw[-1] &= _packed.used_bits(main)
+    mu = 2 * torch.randint(0, rows // 2, (groups,), generator=gen) + 1
+
+    def run() -> tuple[torch.Tensor, ...]:
+        paired = _packed._pair_columns(raw.clone(), mu)
+        paired[-1] &= _packed.used_bits(main)
+        halves = _packed.half_columns(paired, mu, torch.empty(groups, rows // 2, dtype=torch.uint8))
+        whole = _packed.whole_columns(halves, mu, main, torch.zeros(groups, rows, dtype=torch.uint8))
+        first = _packed.whole_columns(halves, mu, main, torch.zeros(groups, rows, dtype=torch.uint8), 1)
+        return paired, halves, whole, first
+
+    compiled = run()
+    monkeypatch.setattr(_kernels, "AVAILABLE", False)
+    assert all(torch.equal(a, b) for a, b in zip(compiled, run(), strict=True))
+    assert torch.equal(compiled[2], compiled[0])  # the halves determine the paired columns
