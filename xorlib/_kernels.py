@@ -1,18 +1,20 @@
-r"""Compiled loops for the streamed passes' two inner operations on packed codes: look-up sums and byte histograms.
+r"""The package's compiled inner loops (``xorlib/_loops.c``), called through :mod:`ctypes`, and whether they were built.
 
-Both are written in :mod:`xorlib._packed` as tensor calls (one gather and one addition per group, one scatter per
-block); ``xorlib/_loops.c`` writes each as one loop over the rows that reads the bytes ``(groups, rows)`` (uint8)
-directly. The arithmetic is the same, in the same order, so the results are the same bit for bit
-(``tests/core/test_kernels.py``):
+Written in :mod:`xorlib._packed` and :mod:`xorlib.learners._authors_core` as tensor calls (a gather and an
+addition per group, a scatter per block, a Python loop per column), each is here one C loop that reads the bytes
+``(groups, rows)`` (uint8) directly. The arithmetic is the same, in the same order, so the results are the same
+bit for bit (``tests/core/test_kernels.py``):
 
 * a score is :math:`S_{g_0}[b_{g_0}] + S_{g_0+1}[b_{g_0+1}] + \dots`, added in group order, as
-  :meth:`xorlib._packed.Lookup.distinct_scores` adds it;
+  :meth:`xorlib._packed.Lookup.distinct_scores` adds it (the authors' soft counts likewise, in float32);
 * a histogram bin adds its weights one at a time in the order of the rows, as ``scatter_add_`` and
-  ``torch.bincount`` add them in :class:`xorlib._packed.Pull`.
+  ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient);
+* the codes' pairing, halves and wholes are byte copies and flips (:func:`xorlib._packed.whole_columns`...).
 
-The loops are an optional extension module, built with the package (``setup.py``) and called through
-:mod:`ctypes`; :data:`AVAILABLE` says whether it was built. Callers pass float64 arrays, C-contiguous but for the
-byte indices (rows of any stride, each row contiguous), on the CPU; nothing is checked here.
+The loops are an optional extension module, built with the package (``setup.py``) wherever a C compiler is at
+hand; :data:`AVAILABLE` says whether it was built, and the callers use the tensor calls where it was not (and on
+other devices). Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row
+contiguous); the wrappers check dtypes and layout, not sizes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import importlib.util
 
 import torch
 
-__all__ = ["AVAILABLE", "half_columns", "histogram", "lookup_sums", "pair_columns", "whole_columns"]
+__all__ = [
+    "AVAILABLE", "count_histogram", "count_sums", "half_columns", "histogram", "lookup_sums", "pair_columns",
+    "whole_columns",
+]  # fmt: skip
 
 
 def _load() -> ctypes.CDLL | None:
@@ -39,7 +44,12 @@ def _load() -> ctypes.CDLL | None:
     library.xorlib_pair_columns.argtypes = [pointer, i64, i64, i64, pointer]
     library.xorlib_half_columns.argtypes = [pointer, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_whole_columns.argtypes = [pointer, i64, pointer, i64, i64, ctypes.c_uint8, i64, pointer, i64]
-    for name in ("xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns"):
+    library.xorlib_count_sums.argtypes = [pointer, i64, i64, pointer, i64, pointer]
+    library.xorlib_count_histogram.argtypes = [pointer, i64, i64, pointer, i64, pointer]
+    for name in (
+        "xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns", "xorlib_count_sums",
+        "xorlib_count_histogram",
+    ):  # fmt: skip
         getattr(library, name).restype = None
     return library
 
@@ -113,6 +123,35 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, groups: int, last_flip
         halves.data_ptr(), halves.stride(0), mu.data_ptr(), groups, halves.shape[0] - 1, last_flip, out.shape[1],
         out.data_ptr(), out.stride(0),
     )  # fmt: skip
+
+
+def count_sums(tables: torch.Tensor, bytes_: torch.Tensor) -> torch.Tensor:
+    r"""The authors' model's soft counts ``(runs, n)``: :math:`\sum_g T_{rg}[b_{rgs}]` in group order (float32).
+
+    ``tables`` ``(runs, groups, 256)`` float32, ``bytes_`` ``(runs, groups, n)`` uint8, both contiguous.
+    """
+    runs, groups, n = bytes_.shape
+    _check_float32(tables, bytes_)
+    out = torch.empty(runs, n, dtype=torch.float32)
+    _LIBRARY.xorlib_count_sums(tables.data_ptr(), runs, groups, bytes_.data_ptr(), n, out.data_ptr())
+    return out
+
+
+def count_histogram(bytes_: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The weights ``(runs, n)`` float32 added to their bytes' bins ``(runs, groups, 256)``, in the order of ``n``."""
+    runs, groups, n = bytes_.shape
+    weights = weights.contiguous()
+    _check_float32(weights, bytes_)
+    bins = torch.zeros(runs, groups, 256, dtype=torch.float32)
+    _LIBRARY.xorlib_count_histogram(bins.data_ptr(), runs, groups, bytes_.data_ptr(), n, weights.data_ptr())
+    return bins
+
+
+def _check_float32(values: torch.Tensor, bytes_: torch.Tensor) -> None:
+    if not (values.dtype == torch.float32 and bytes_.dtype == torch.uint8 and values.is_contiguous()):
+        raise ValueError("the count loops take contiguous float32 values and uint8 bytes")
+    if not (bytes_.is_contiguous() and values.device.type == bytes_.device.type == "cpu"):
+        raise ValueError("the count loops take contiguous bytes on the CPU")
 
 
 def _check_bytes(*arrays: torch.Tensor) -> None:

@@ -1,11 +1,13 @@
-/* The streamed passes' two inner loops on packed codes, called through ctypes by xorlib/_kernels.py.
+/* The package's inner loops in C, called through ctypes by xorlib/_kernels.py: the streamed one
+ * step's look-up sums and byte histograms on packed codes, the codes' pairing (xorlib/_packed.py), and
+ * the authors' model's soft counts and their histogram (xorlib/learners/_authors_core.py).
  *
- * The same additions as the tensor calls of xorlib/_packed.py, in the same order (bit for bit the same results:
- * tests/core/test_kernels.py); only additions, so no contraction into fused multiply-adds can change them.
- * Byte indices come as (groups, rows) uint8 with a row stride; every other array is C-contiguous.
- * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run instead.
+ * Each does the arithmetic of the tensor calls it replaces, in the same order, so the results are the
+ * same bit for bit (tests/core/test_kernels.py): additions only (no multiply that a compiler could fuse
+ * into a multiply-add), and byte copies. Arrays come C-contiguous, but for byte indices with a row stride.
+ * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run.
+ * Plain C, no Python headers: the file is only ever loaded by ctypes, never imported.
  */
-#include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -124,7 +126,36 @@ void xorlib_whole_columns(const uint8_t *halves, int64_t halves_stride, const in
     }
 }
 
-/* An empty module, so that the file is an ordinary extension module for the build tools and the import system. */
-static struct PyModuleDef loops_module = {PyModuleDef_HEAD_INIT, "_loops", NULL, -1, NULL};
+/* The authors' model (xorlib/learners/_authors_core.py), in float32: soft counts
+ * out[r, s] = sum over g of tables[r, g, bytes[r, g, s]], added in group order as
+ * torch's sum over the groups adds them; tables (runs, groups, 256), bytes
+ * (runs, groups, n), out (runs, n). */
+void xorlib_count_sums(const float *tables, int64_t runs, int64_t groups,
+                       const uint8_t *bytes, int64_t n, float *out) {
+    for (int64_t run = 0; run < runs; ++run) {
+        float *sums = out + run * n;
+        for (int64_t group = 0; group < groups; ++group) {
+            const float *table = tables + (run * groups + group) * 256;
+            const uint8_t *own = bytes + (run * groups + group) * n;
+            if (group == 0) {
+                for (int64_t s = 0; s < n; ++s) sums[s] = table[own[s]];
+            } else {
+                for (int64_t s = 0; s < n; ++s) sums[s] += table[own[s]];
+            }
+        }
+    }
+}
 
-PyMODINIT_FUNC PyInit__loops(void) { return PyModule_Create(&loops_module); }
+/* bins[r, g, bytes[r, g, s]] += weights[r, s], each bin adding in the order of s,
+ * as scatter_add_ adds them (float32; bins (runs, groups, 256)). */
+void xorlib_count_histogram(float *bins, int64_t runs, int64_t groups,
+                            const uint8_t *bytes, int64_t n, const float *weights) {
+    for (int64_t run = 0; run < runs; ++run) {
+        const float *weight = weights + run * n;
+        for (int64_t group = 0; group < groups; ++group) {
+            float *target = bins + (run * groups + group) * 256;
+            const uint8_t *own = bytes + (run * groups + group) * n;
+            for (int64_t s = 0; s < n; ++s) target[own[s]] += weight[s];
+        }
+    }
+}

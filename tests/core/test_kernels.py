@@ -12,6 +12,7 @@ import dataclasses
 import shutil
 import sysconfig
 
+import numpy as np
 import pytest
 import torch
 
@@ -139,3 +140,21 @@ def test_pairing_halves_and_wholes_are_the_bytes_of_the_python_loops(rows: int, 
     monkeypatch.setattr(_kernels, "AVAILABLE", False)
     assert all(torch.equal(a, b) for a, b in zip(compiled, run(), strict=True))
     assert torch.equal(compiled[2], compiled[0])  # the halves determine the paired columns
+
+
+@needs_loops
+@pytest.mark.parametrize(("d", "k", "epochs"), [(8, 2, 30), (16, 2, 20), (21, 3, 10), (32, 2, 5)])
+def test_the_authors_model_trains_the_same_with_the_loops(d: int, k: int, epochs: int, monkeypatch) -> None:
+    from xorlib.learners._authors import AuthorsConfig, train_authors
+
+    supports = [list(range(k)), list(range(d - k, d))]
+    config = AuthorsConfig(d, k=k, epochs=epochs)
+    with_loops = dataclasses.replace(train_authors(config, supports, seed=3), seconds=0.0)
+    monkeypatch.setattr(_kernels, "AVAILABLE", False)
+    without = dataclasses.replace(train_authors(config, supports, seed=3), seconds=0.0)
+    for field in dataclasses.fields(with_loops):
+        a, b = getattr(with_loops, field.name), getattr(without, field.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b), field.name
+        else:
+            assert a == b, field.name

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import torch
 
+from .. import _kernels as kernels
 from .._random import BYTE_BITS
 
 
@@ -35,11 +36,13 @@ def readout(count: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class _Packed(NamedTuple):
-    """Inputs as packed bits, group-major: ``index[r, g, s] = 256 (G r + g) + byte_g(s)`` (a flat table index)."""
+    """Inputs as packed bits, group-major: ``index[r, g, s] = 256 (G r + g) + byte_g(s)`` (a flat table index), and
+    the bytes themselves, ``bytes_[r, g, s] = byte_g(s)``, which the compiled loops read (:mod:`xorlib._kernels`)."""
 
     index: torch.Tensor  # (R, G, N) long
     groups: int
     n: int
+    bytes_: torch.Tensor  # (R, G, N) uint8
 
 
 def pack(raw: torch.Tensor, d: int) -> _Packed:
@@ -49,7 +52,13 @@ def pack(raw: torch.Tensor, d: int) -> _Packed:
         raw[..., -1] &= (1 << (d % 8)) - 1
     runs, n, groups = raw.shape
     offset = 256 * torch.arange(runs * groups).view(runs, groups, 1)
-    return _Packed((raw.transpose(1, 2).long() + offset).contiguous(), groups, n)
+    bytes_ = raw.transpose(1, 2).contiguous()
+    return _Packed(bytes_.long() + offset, groups, n, bytes_)
+
+
+def _uses_loops(packed: _Packed, dtype: torch.dtype) -> bool:
+    """Whether the counts and their histogram go to the compiled loops: float32 on the CPU (the same numbers)."""
+    return kernels.AVAILABLE and dtype == torch.float32 and packed.bytes_.device.type == "cpu"
 
 
 def parity_labels(raw: torch.Tensor, supports: list[list[int]], dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -67,6 +76,8 @@ def counts(beta: torch.Tensor, packed: _Packed, dtype: torch.dtype) -> torch.Ten
     padded = beta.new_zeros(runs, 8 * packed.groups)
     padded[:, :d] = beta
     tables = torch.einsum("vb,rgb->rgv", BYTE_BITS.to(beta), padded.view(runs, packed.groups, 8))
+    if _uses_loops(packed, dtype):  # the same look-ups and additions, in group order
+        return kernels.count_sums(tables.to(dtype).contiguous(), packed.bytes_)
     looked_up = tables.to(dtype).take(packed.index)  # (R, G, N)
     return looked_up.sum(1) if packed.groups > 1 else looked_up[:, 0]
 
@@ -138,9 +149,13 @@ def loss_and_grad(a: torch.Tensor, d: int, packed: _Packed, y: torch.Tensor) -> 
     mean_hinge = hinge.mean(-1)  # (R,)
     # 1[h_s > 0] is sign(h_s), as h >= 0; an entry so zeroed may be -0.0, which the histogram adds as +0.0
     grad_count = y_slope.mul_(torch.sign(hinge)).mul_((-2 / packed.n) * mean_hinge.unsqueeze(-1))
-    spread = grad_count.unsqueeze(1).expand(-1, packed.groups, -1)
-    histogram = count.new_zeros(256 * runs * packed.groups).scatter_add_(0, packed.index.view(-1), spread.reshape(-1))
-    histogram = histogram.to(a.dtype).view(runs, packed.groups, 256)
+    if _uses_loops(packed, count.dtype):  # each bin adds in the order of the inputs, as the scatter does
+        histogram = kernels.count_histogram(packed.bytes_, grad_count)
+    else:
+        spread = grad_count.unsqueeze(1).expand(-1, packed.groups, -1)
+        flat = count.new_zeros(256 * runs * packed.groups)
+        histogram = flat.scatter_add_(0, packed.index.view(-1), spread.reshape(-1)).view(runs, packed.groups, 256)
+    histogram = histogram.to(a.dtype)
     grad_beta = torch.einsum("rgv,vb->rgb", histogram, BYTE_BITS.to(a))
     grad_beta = grad_beta.reshape(runs, -1)[:, :d]
     grad_scores = alpha * (grad_beta.unsqueeze(-2) - (alpha * grad_beta.unsqueeze(-2)).sum(-1, keepdim=True))
