@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 import xorlib
+from xorlib._stream import HALVES_FACTOR, KEEP_CODES_BYTES
 from xorlib.codes import Codes
 
 from .measure import measure_in_subprocess
@@ -261,8 +262,9 @@ def stream_benchmark(
         note=(
             "Each row is one xorlib.one_step in a fresh process (the row's command runs it alone). Peak: the peak "
             "resident memory of the whole process (Linux VmHWM), including torch itself; above start: the part "
-            "the step added. The codes are regenerated from their seed in every pass (kept, packed: up to 256 MB "
-            "whole, 512 MB as halves), so memory is O(block·m) whatever d. floor: the honest floor, drawing the step's d·m code bits with the "
+            "the step added. The codes are regenerated from their seed in every pass (kept, packed: up to "
+            f"{KEEP_CODES_BYTES / 2**20:.0f} MiB whole, {KEEP_CODES_BYTES * HALVES_FACTOR / 2**20:.0f} MiB as halves), "
+            "so memory is O(block·m) whatever d. floor: the honest floor, drawing the step's d·m code bits with the "
             "codes' own generator, timed in the same process after the step (over_floor: the step divided by it); "
             "old_floor: the issue-14 floor (draw, unpack to float64, one matrix-vector product), timed once per d in "
             "the first model's process (None where not asked for)."

@@ -71,7 +71,7 @@ Rest = Callable[[torch.Tensor], torch.Tensor]  # a block's remaining look-up ind
 #: codes that do not all fit, up to :data:`HALVES_FACTOR` times as many bytes as halves (:class:`CodeSource`).
 KEEP_CODES_BYTES = 2**28
 #: Halves may take this multiple of :data:`KEEP_CODES_BYTES` (576 MiB: 86 % of the blocks at :math:`d = 10^8`, whose
-#: split step then peaks at about 0.87 GB for the whole process, 0.95 GB where torch's files start more resident).
+#: split step then peaks at about 0.87 GB for the whole process, 0.93 GB where more of torch's files start resident).
 HALVES_FACTOR = 2.25
 
 
