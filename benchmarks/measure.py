@@ -2,7 +2,8 @@
 
 Usage::
 
-    python -m benchmarks.measure --d 100000000 --heads split [--seed 0] [--device cpu] [--old-floor] [--json]
+    python -m benchmarks.measure --d 100000000 --heads split [--seed 0] [--device cpu] [--old-floor]
+        [--without-loops] [--json]
 
 The process imports torch and xorlib, takes a tiny step (so that lazy
 initialisation is not counted), notes its resident memory, takes the step at
@@ -13,7 +14,8 @@ Then, in the same process and on one thread like the step, it times the honest
 floor (:func:`benchmarks.workloads.code_bits`: drawing the step's :math:`dm` code bits with
 the codes' own generator) and reports the step as a multiple of it; with
 ``--old-floor`` also the issue-14 floor (:func:`benchmarks.workloads.floor`: draw,
-unpack to float64, one matrix-vector product; about a minute at :math:`d = 10^8`).
+unpack to float64, one matrix-vector product; about a minute at :math:`d = 10^8`). ``--without-loops`` takes the
+step with the tensor calls instead of the compiled loops of :mod:`xorlib._kernels` (the same numbers, slower).
 :func:`measure_in_subprocess` runs this module as a child and reads its answer.
 """
 
@@ -34,6 +36,7 @@ from pathlib import Path
 import torch
 
 import xorlib
+from xorlib import _kernels as kernels
 
 from .workloads import code_bits, floor
 
@@ -61,6 +64,7 @@ class Measurement:
     parameters: int  # trainable numbers, 2m
     floor_s: float  # the honest floor, timed after the step in the same process: drawing the d m code bits
     old_floor_s: float | None = None  # with old_floor=True: draw, unpack to float64, one matrix-vector product
+    loops: bool = True  # whether the compiled loops ran (xorlib._kernels), else the tensor calls (the same numbers)
 
     @property
     def over_floor(self) -> float:
@@ -85,7 +89,8 @@ class Measurement:
     def command(self) -> str:
         """The command line that reproduces this measurement."""
         device = f" --device {self.device}" if self.device != "cpu" else ""
-        return f"python -m benchmarks.measure --d {self.d} --heads {self.heads} --seed {self.seed}{device}"
+        without = "" if self.loops else " --without-loops"
+        return f"python -m benchmarks.measure --d {self.d} --heads {self.heads} --seed {self.seed}{device}{without}"
 
 
 def _status_bytes(field: str) -> int | None:
@@ -106,8 +111,15 @@ def _peak_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
-def measure(d: int, heads: str, *, seed: int = 0, device: str = "cpu", old_floor: bool = False) -> Measurement:
-    """Take the step in this process and measure it (the peak is this process's; see the module docstring)."""
+def measure(
+    d: int, heads: str, *, seed: int = 0, device: str = "cpu", old_floor: bool = False, loops: bool = True
+) -> Measurement:
+    """Take the step in this process and measure it (the peak is this process's; see the module docstring).
+
+    ``loops=False``: without the compiled loops, for the rest of this process (the tensor calls, the same numbers).
+    """
+    if not loops:
+        kernels.AVAILABLE = False
     xorlib.one_step(4096, heads, seed=seed, device=device)
     start = _status_bytes("VmRSS") or _peak_bytes()
     begin = time.perf_counter()
@@ -133,16 +145,24 @@ def measure(d: int, heads: str, *, seed: int = 0, device: str = "cpu", old_floor
         d=d, m=result.config.model.m, heads=heads, seed=seed, device=device, seconds=seconds, start_bytes=start,
         peak_bytes=peak, success=result.success, split=result.split,
         worst_case=float(result.worst_case.upper), parameters=result.parameters, floor_s=floor_s,
-        old_floor_s=old_floor_s,
+        old_floor_s=old_floor_s, loops=kernels.AVAILABLE and device == "cpu",
     )  # fmt: skip
 
 
 def measure_in_subprocess(
-    d: int, heads: str, *, seed: int = 0, device: str = "cpu", timeout_s: float = 900.0, old_floor: bool = False
+    d: int,
+    heads: str,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    timeout_s: float = 900.0,
+    old_floor: bool = False,
+    loops: bool = True,
 ) -> Measurement:
     """Run :func:`measure` in a fresh Python process (``python -m benchmarks.measure``) and return its answer."""
     command = [sys.executable, "-m", "benchmarks.measure", "--d", str(d), "--heads", heads, "--seed", str(seed)]
     command += ["--device", device, "--json"] + (["--old-floor"] if old_floor else [])
+    command += [] if loops else ["--without-loops"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=_ROOT, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
@@ -161,9 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--old-floor", action="store_true", help="also time the issue-14 floor (draw, unpack, multiply; slow)"
     )
+    parser.add_argument(
+        "--without-loops", action="store_true", help="the tensor calls instead of the compiled loops (same numbers)"
+    )
     args = parser.parse_args(argv)
     try:  # xorlib checks every argument before any work: its message is the usage error
-        result = measure(args.d, args.heads, seed=args.seed, device=args.device, old_floor=args.old_floor)
+        result = measure(
+            args.d, args.heads, seed=args.seed, device=args.device, old_floor=args.old_floor,
+            loops=not args.without_loops,
+        )  # fmt: skip
     except (TypeError, ValueError) as err:
         parser.error(str(err))
     if args.json:
@@ -173,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"d = {result.d:,}, {result.heads} heads, {result.parameters} trainable numbers: {result.seconds:.2f} s, "
             f"peak memory {result.peak_gb:.2f} GB ({result.above_start_gb:.2f} GB above the start), "
             f"success {result.success}, split {result.split}, certified worst case {result.worst_case:.3g}"
+            + ("" if result.loops else " (without the compiled loops)")
         )
         old = (
             ""

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from . import _kernels as kernels
-from ._kernels import histogram, lookup_sums, pair_columns
 from ._random import BYTE_BITS
 
 
@@ -127,7 +126,7 @@ class Lookup:
         rows, groups = index.shape[1], index.shape[0] if groups is None else groups
         found = torch.empty(len(self.distinct), rows, dtype=self.queries.dtype, device=self.queries.device)
         if index.dtype == torch.uint8:  # bytes: the compiled loop, the same additions (xorlib._kernels)
-            lookup_sums(self.tables(view.main, view.scale), index[:groups], found, 0, True)
+            kernels.lookup_sums(self.tables(view.main, view.scale), index[:groups], found, 0, True)
             return found
         tables = self._table_rows(view.main, view.scale)
         looked_up = torch.empty(min(rows, LOOKUP_ROWS), dtype=found.dtype, device=found.device)
@@ -164,7 +163,7 @@ class Lookup:
         if index is None:
             index = view.byte_index()[groups:].index_select(1, columns)  # (remaining groups, n)
         if index.dtype == torch.uint8:
-            lookup_sums(self.tables(view.main, view.scale), index, partial, groups, False)
+            kernels.lookup_sums(self.tables(view.main, view.scale), index, partial, groups, False)
             return partial
         tables = self._table_rows(view.main, view.scale)
         part = torch.empty_like(partial[0])
@@ -250,7 +249,19 @@ class Pull:
             self.single = weights[0].new_zeros(self.columns - 2 * paired, groups, 256)
         if index.dtype == torch.uint8:  # bytes: the compiled loop, the same additions (xorlib._kernels)
             self._add_compiled(index, weights if isinstance(weights, torch.Tensor) else torch.stack(weights), paired)
-        elif paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
+        else:
+            self._add_tensors(view, index, weights, paired)
+        if totals is None:
+            totals = weights.sum(-1) if isinstance(weights, torch.Tensor) else torch.stack([w.sum() for w in weights])
+        self.total += totals
+
+    def _add_tensors(
+        self, view: BlockView, index: torch.Tensor, weights: torch.Tensor | list[torch.Tensor], paired: int
+    ) -> None:
+        """:meth:`add` of a block given as int32 or int64 indices: the pairs by ``scatter_add_``, an odd last column
+        by ``torch.bincount``."""
+        groups = index.shape[0]
+        if paired:  # all pairs at once: (pairs, rows) complex, scattered along the rows
             if isinstance(weights, torch.Tensor):  # the rows of a tensor are read in place, into a reused buffer
                 rows = weights.shape[1]
                 if self._both is None or self._both.shape[1] < rows:
@@ -272,22 +283,19 @@ class Pull:
                 bins = self._bins[:, :rows].copy_(source)
             # all groups in one call (faster than one per group): each bin still adds its weights in row order
             self.pairs.scatter_add_(2, bins.expand(paired, -1, -1), both.unsqueeze(1).expand(-1, groups, -1))
-        for slot in range(self.single.shape[0] if index.dtype != torch.uint8 else 0):
+        for slot in range(self.single.shape[0]):
             column = weights[2 * paired + slot]
             for group in range(groups):
                 self.single[slot, group] += torch.bincount(index[group], weights=column, minlength=256)
-        if totals is None:
-            totals = weights.sum(-1) if isinstance(weights, torch.Tensor) else torch.stack([w.sum() for w in weights])
-        self.total += totals
 
     def _add_compiled(self, index: torch.Tensor, weights: torch.Tensor, paired: int) -> None:
         """:meth:`add` of a block given as bytes: the pairs straight into their bins, as ``scatter_add_`` adds them;
         an odd last column into a histogram of its own, then added, as ``torch.bincount`` does."""
         if paired:
-            histogram(torch.view_as_real(self.pairs), index, weights[: 2 * paired])
+            kernels.histogram(torch.view_as_real(self.pairs), index, weights[: 2 * paired])
         for slot in range(self.single.shape[0]):
             own = torch.zeros_like(self.single[slot]).unsqueeze(-1)
-            histogram(own.unsqueeze(0), index, weights[2 * paired + slot].unsqueeze(0))
+            kernels.histogram(own.unsqueeze(0), index, weights[2 * paired + slot].unsqueeze(0))
             self.single[slot] += own.squeeze(-1)
 
     def scale_(self, factors: torch.Tensor) -> None:
@@ -362,7 +370,7 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     reversed slice is a view there, and a call costs far less than a torch call: these are many small ones).
     """
     if _uses_loops(columns):
-        pair_columns(columns, mu)
+        kernels.pair_columns(columns, mu)
         return columns
     rows = columns.shape[1]
     for column, m in zip(columns.numpy(), mu.tolist(), strict=True):
@@ -521,7 +529,9 @@ def half_column_bytes(
 
 def _uses_loops(*arrays: torch.Tensor) -> bool:
     """Whether byte arrays go to the compiled loops (built, uint8, rows contiguous): the same bytes either way."""
-    return kernels.AVAILABLE and all(a.dtype == torch.uint8 and a.stride(-1) == 1 for a in arrays)
+    return kernels.AVAILABLE and all(
+        a.dtype == torch.uint8 and a.stride(-1) == 1 and a.device.type == "cpu" for a in arrays
+    )
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:

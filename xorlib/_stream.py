@@ -108,8 +108,8 @@ class CodeSource:
             smallest = last[1] - last[0]
             whole = codes.bulk * self.groups <= keep_bytes  # all the bytes fit: kept whole (as indices if they fit)
             self.halves = partial and not whole and self.balanced and smallest >= PER_COORDINATE_BELOW
-            wide = codes.bulk * self.groups * 4 <= keep_bytes and not self.compiled
-            self.kept_dtype = torch.int32 if wide else torch.uint8
+            as_indices = codes.bulk * self.groups * 4 <= keep_bytes and not self.compiled
+            self.kept_dtype = torch.int32 if as_indices else torch.uint8
             per_block = largest * self.groups * self.kept_dtype.itemsize // (2 if self.halves else 1)
             keep_bytes = int(keep_bytes * HALVES_FACTOR) if self.halves else keep_bytes
         else:

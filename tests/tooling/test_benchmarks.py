@@ -31,6 +31,7 @@ from benchmarks.empirical import SMALL_SIZE, draw_samples, empirical_benchmark, 
 from benchmarks.measure import measure_in_subprocess  # noqa: E402
 from benchmarks.suite import SMALL, as_text, codes_benchmark, step_benchmark  # noqa: E402
 from benchmarks.workloads import code_bits, floor, generate_codes  # noqa: E402
+from xorlib import _kernels  # noqa: E402
 from xorlib._random import generator, random_bytes  # noqa: E402
 from xorlib.codes import Codes  # noqa: E402
 
@@ -113,6 +114,13 @@ def test_a_streamed_step_in_a_fresh_process_stays_in_bounded_memory() -> None:
     assert 0 < found.above_start_gb < 1.0  # (0.1: packed codes and a few score rows)
     assert found.floor_s > 0 and found.over_floor == found.seconds / found.floor_s and found.old_floor_s is None
     assert found.command == "python -m benchmarks.measure --d 1048576 --heads split --seed 1"
+    assert found.loops == _kernels.AVAILABLE
+
+
+def test_without_the_compiled_loops_the_step_finds_the_same_numbers() -> None:
+    found = measure_in_subprocess(2**18, "split", seed=2, loops=False)
+    assert not found.loops and found.command.endswith(" --without-loops")
+    assert found.worst_case == measure_in_subprocess(2**18, "split", seed=2).worst_case  # bit for bit
 
 
 @pytest.fixture(scope="module")
