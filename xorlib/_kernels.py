@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import warnings
 
 import torch
 
@@ -35,7 +36,11 @@ def _load() -> ctypes.CDLL | None:
     spec = importlib.util.find_spec("xorlib._loops")
     if spec is None or not spec.origin or not spec.has_location:
         return None
-    library = ctypes.CDLL(spec.origin)
+    try:
+        library = ctypes.CDLL(spec.origin)
+    except OSError as err:  # a file that does not load here (another build): the tensor calls, and say so
+        warnings.warn(f"xorlib's compiled loops did not load ({err}); reinstall xorlib to rebuild them", stacklevel=2)
+        return None
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     library.xorlib_lookup_sums.argtypes = [pointer, i64, i64, pointer, i64, i64, i64, pointer, i64, i64, ctypes.c_int]
     library.xorlib_lookup_sums.restype = None

@@ -158,3 +158,14 @@ def test_the_authors_model_trains_the_same_with_the_loops(d: int, k: int, epochs
             assert a.dtype == b.dtype and np.array_equal(a, b), field.name
         else:
             assert a == b, field.name
+
+
+def test_a_library_that_does_not_load_leaves_the_tensor_calls_with_a_warning(tmp_path, monkeypatch) -> None:
+    import importlib.util
+
+    broken = tmp_path / "_loops.so"
+    broken.write_bytes(b"not a shared library")
+    spec = importlib.util.spec_from_file_location("xorlib._loops", broken)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    with pytest.warns(UserWarning, match="compiled loops did not load"):
+        assert _kernels._load() is None
