@@ -27,7 +27,7 @@ import torch
 
 __all__ = [
     "AVAILABLE", "count_histogram", "count_sums", "half_columns", "histogram", "lookup_sums", "pair_columns",
-    "whole_columns",
+    "takes_bytes", "whole_columns",
 ]  # fmt: skip
 
 
@@ -64,6 +64,11 @@ _LIBRARY = _load()
 AVAILABLE = _LIBRARY is not None
 
 
+def takes_bytes(*arrays: torch.Tensor) -> bool:
+    """Whether the byte loops read these arrays as they are: built, and each array uint8 on the CPU, rows contiguous."""
+    return AVAILABLE and all(_is_bytes(a) for a in arrays)
+
+
 def lookup_sums(tables: torch.Tensor, index: torch.Tensor, out: torch.Tensor, first_group: int, fresh: bool) -> None:
     r"""Scores from byte look-ups, into ``out`` ``(slots, rows)``.
 
@@ -73,6 +78,7 @@ def lookup_sums(tables: torch.Tensor, index: torch.Tensor, out: torch.Tensor, fi
     """
     slots, table_groups = tables.shape[0], tables.shape[1]
     index = _rows_contiguous(index)
+    _check_bytes(index)
     groups, rows = index.shape
     if not (tables.is_contiguous() and out.stride(-1) == 1 and tables.dtype == out.dtype == torch.float64):
         raise ValueError("lookup_sums takes contiguous float64 tables and rows of out")
@@ -90,6 +96,7 @@ def histogram(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) ->
     """
     columns, groups, _, width = bins.shape
     index, weights = _rows_contiguous(index), _rows_contiguous(weights)
+    _check_bytes(index)
     rows = index.shape[1]
     if not (bins.is_contiguous() and bins.dtype == weights.dtype == torch.float64):
         raise ValueError("histogram takes contiguous float64 bins and float64 weights")
@@ -159,8 +166,12 @@ def _check_float32(values: torch.Tensor, bytes_: torch.Tensor) -> None:
         raise ValueError("the count loops take contiguous bytes on the CPU")
 
 
+def _is_bytes(a: torch.Tensor) -> bool:
+    return a.dtype == torch.uint8 and a.device.type == "cpu" and (a.stride(-1) == 1 or a.shape[-1] <= 1)
+
+
 def _check_bytes(*arrays: torch.Tensor) -> None:
-    if any(a.dtype != torch.uint8 or a.stride(-1) != 1 or a.device.type != "cpu" for a in arrays):
+    if not all(_is_bytes(a) for a in arrays):
         raise ValueError("the byte loops take uint8 arrays on the CPU, each row contiguous")
 
 

@@ -369,7 +369,7 @@ def _pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     Works on any integer dtype (uint8 bytes, or int32 look-up indices), on the CPU, through NumPy views (a
     reversed slice is a view there, and a call costs far less than a torch call: these are many small ones).
     """
-    if _uses_loops(columns):
+    if kernels.takes_bytes(columns):
         kernels.pair_columns(columns, mu)
         return columns
     rows = columns.shape[1]
@@ -475,7 +475,7 @@ def half_columns(columns: torch.Tensor, mu: torch.Tensor, out: torch.Tensor) -> 
     with the flipped mirror image of its first half, so the first halves (:math:`c/2` bytes) determine the column
     (:func:`whole_columns`). A balanced block of paired groups thus keeps in half the memory of its bytes.
     """
-    if _uses_loops(columns, out):
+    if kernels.takes_bytes(columns, out):
         kernels.half_columns(columns, mu, out)
         return out
     rows = columns.shape[1]
@@ -496,7 +496,7 @@ def whole_columns(
     ``^`` the mask of its used bits. With ``groups``, only the first ``groups`` columns (:func:`half_column_bytes`
     reads any other byte off the halves).
     """
-    if _uses_loops(halves, out):
+    if kernels.takes_bytes(halves, out):
         written = halves.shape[0] if groups is None else min(groups, halves.shape[0])
         kernels.whole_columns(halves, mu, written, used_bits(main), out)
         return out
@@ -525,13 +525,6 @@ def half_column_bytes(
     position = torch.where(source <= mu, source, source - (mu + 1) // 2)
     found = torch.gather(halves[first:], 1, position)
     return found ^ (flipped.to(torch.uint8) * _flips(torch.arange(first, total), total, main).unsqueeze(1))
-
-
-def _uses_loops(*arrays: torch.Tensor) -> bool:
-    """Whether byte arrays go to the compiled loops (built, uint8, rows contiguous): the same bytes either way."""
-    return kernels.AVAILABLE and all(
-        a.dtype == torch.uint8 and a.stride(-1) == 1 and a.device.type == "cpu" for a in arrays
-    )
 
 
 def columns(matrix: torch.Tensor) -> torch.Tensor:

@@ -231,7 +231,7 @@ class CodeSource:
             columns = kept
         else:
             columns = self._last_columns = self._columns(block, rows, self._words, self._bytes[:, :rows])
-        if self.compiled and columns.dtype == torch.uint8:
+        if self.compiled:  # bytes, never kept as int32 (see __init__)
             return columns
         if not wide:
             return self._index[:, :rows].copy_(columns)

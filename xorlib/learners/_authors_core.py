@@ -18,6 +18,7 @@ from typing import NamedTuple
 import torch
 
 from .. import _kernels as kernels
+from .._packed import used_bits
 from .._random import BYTE_BITS
 
 
@@ -49,7 +50,7 @@ def pack(raw: torch.Tensor, d: int) -> _Packed:
     """Packed inputs from bytes ``(R, N, G)`` (bit ``b`` of byte ``g`` is :math:`b_{8g+b}`); unused high bits are cleared."""
     raw = raw.clone()
     if d % 8:
-        raw[..., -1] &= (1 << (d % 8)) - 1
+        raw[..., -1] &= used_bits(d)
     runs, n, groups = raw.shape
     offset = 256 * torch.arange(runs * groups).view(runs, groups, 1)
     bytes_ = raw.transpose(1, 2).contiguous()
