@@ -9,7 +9,8 @@ of its ``{eval}`` roles included) into one that reads as the book does:
 * ``{ref}``, ``{numref}``, ``{prf:ref}``, ``{eq}``, ``{doc}`` and the Python roles become links into the online book,
   with the text the book shows; ``(label)=`` becomes an anchor; ``{cite}`` becomes "[key]";
 * ``{eval}`name``` and ``{glue:text}`name``` become the value the book shows; the book's maths macros are expanded;
-* ``{literalinclude}`` becomes the code it includes (``:pyobject:``, ``:lines:``), so it needs no repository;
+* ``{literalinclude}`` becomes the code it includes (``:pyobject:``, the start and end options, ``:lines:``,
+  ``:dedent:``; any other option is refused), so it needs no repository;
 * a first cell installs ``xorlib`` from the wheel the online book ships, unless it is already installed.
 
 Everything the conversion needs from the book (where a label points, its number, the base URL) comes through a
@@ -22,6 +23,7 @@ import ast
 import copy
 import dataclasses
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -235,21 +237,53 @@ def _pyobject(source: str, name: str) -> str:
     return "\n".join(lines[start - 1 : node.end_lineno])
 
 
+#: The options of ``{literalinclude}`` the export applies (in Sphinx's order: object, start, end, lines, dedent); any
+#: other is refused rather than ignored, so that the reader's notebook never shows other code than the book.
+LITERALINCLUDE_OPTIONS = (
+    "pyobject", "start-after", "start-at", "end-before", "end-at", "lines", "dedent", "language", "caption",
+)  # fmt: skip
+
+
+def _cut(lines: list[str], marker: str, option: str, argument: str) -> int:
+    """The index of the first line of ``lines`` that contains ``marker`` (Sphinx's start and end options)."""
+    found = next((k for k, line in enumerate(lines) if marker in line), None)
+    if found is None:
+        raise ExportError(f"literalinclude {argument}: :{option}: {marker!r} is in no line")
+    return found
+
+
 def _literalinclude(directive: Directive, book: Book) -> list[str]:
     path = (book.source_dir / directive.argument).resolve()
     if not path.is_file():
         raise ExportError(f"literalinclude: {directive.argument} does not exist")
+    options, argument = directive.options, directive.argument
+    unknown = sorted(set(options) - set(LITERALINCLUDE_OPTIONS))
+    if unknown:
+        raise ExportError(f"literalinclude {argument}: the export does not apply {unknown}")
     text = path.read_text(encoding="utf-8")
-    if "pyobject" in directive.options:
-        text = _pyobject(text, directive.options["pyobject"])
-    if "lines" in directive.options:
-        lines, chosen = text.splitlines(), []
-        for part in directive.options["lines"].split(","):
+    if "pyobject" in options:
+        text = _pyobject(text, options["pyobject"])
+    lines = text.splitlines()
+    if "start-after" in options:
+        lines = lines[_cut(lines, options["start-after"], "start-after", argument) + 1 :]
+    if "start-at" in options:
+        lines = lines[_cut(lines, options["start-at"], "start-at", argument) :]
+    if "end-before" in options:
+        lines = lines[: _cut(lines, options["end-before"], "end-before", argument)]
+    if "end-at" in options:
+        lines = lines[: _cut(lines, options["end-at"], "end-at", argument) + 1]
+    if "lines" in options:
+        chosen = []
+        for part in options["lines"].split(","):
             first, _, last = part.strip().partition("-")
             chosen += lines[int(first) - 1 : int(last or first)]
-        text = "\n".join(chosen)
-    language = directive.options.get("language", "python")
-    caption = directive.options.get("caption")
+        lines = chosen
+    if "dedent" in options:  # a number of characters, or (no value) the common indentation, as Sphinx reads it
+        width = options["dedent"].strip()
+        lines = [line[int(width) :] for line in lines] if width else textwrap.dedent("\n".join(lines)).splitlines()
+    text = "\n".join(lines)
+    language = options.get("language", "python")
+    caption = options.get("caption")
     head = [f"*{caption}*", ""] if caption else []
     return [*head, f"```{language}", *text.rstrip("\n").splitlines(), "```"]
 

@@ -149,6 +149,25 @@ def test_the_export_converts_every_construct_the_chapters_use() -> None:
         xorlib_export.convert_markdown("{ref}`nowhere`", book, {}, {})
 
 
+def test_the_export_includes_what_the_book_shows_of_a_file() -> None:
+    book = xorlib_export.Book("B/", lambda role, target: None, lambda _: "", {}, ROOT / "chapters", "w.whl")
+
+    def export(options: str, path: str = "../xorlib/_loops.c") -> str:
+        return xorlib_export.convert_markdown(f"```{{literalinclude}} {path}\n{options}```\n", book, {}, {})
+
+    # chapter 11: the look-up and histogram loops only, between its markers
+    loops = export(":language: c\n:start-at: /* out[s, r]\n:end-before: /* out[j] = source\n")
+    assert loops.startswith("```c\n/* out[s, r]") and "void xorlib_histogram(" in loops
+    assert "#include" not in loops and "reversed_xor" not in loops
+    # chapter 2: a method, dedented as the book shows it
+    method = export(":language: python\n:pyobject: TwoHeadModel.forward\n:dedent:\n", "../xorlib/model.py")
+    assert method.startswith("```python\n@public\ndef forward(")
+    with pytest.raises(xorlib_export.ExportError, match="does not apply"):
+        export(":emphasize-lines: 2\n")
+    with pytest.raises(xorlib_export.ExportError, match="is in no line"):
+        export(":start-at: no such marker\n")
+
+
 def test_a_figures_caption_becomes_a_visible_converted_cell_below_it() -> None:
     """Plain Jupyter never shows ``mystnb.figure``: the download puts the caption under the figure, roles resolved."""
     targets = {("prf:ref", "thm"): xorlib_export.Target("Theorem 5", "B/ch.html#thm")}
