@@ -9,7 +9,8 @@ bit for bit (``tests/core/test_kernels.py``):
   :meth:`xorlib._packed.Lookup.distinct_scores` adds it (the authors' soft counts likewise, in float32);
 * a histogram bin adds its weights one at a time in the order of the rows, as ``scatter_add_`` and
   ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient);
-* the codes' pairing, halves and wholes are byte copies and flips (:func:`xorlib._packed.whole_columns`...).
+* the codes' transposition, pairing, halves and wholes are byte copies and flips
+  (:func:`xorlib._packed.paired_columns`, :func:`xorlib._packed.whole_columns`...).
 
 The loops are an optional extension module, built with the package (``setup.py``) wherever a C compiler is at
 hand; :data:`AVAILABLE` says whether it was built, and the callers use the tensor calls where it was not (and on
@@ -27,7 +28,7 @@ import torch
 
 __all__ = [
     "AVAILABLE", "count_histogram", "count_sums", "half_columns", "histogram", "lookup_sums", "pair_columns",
-    "takes_bytes", "whole_columns",
+    "takes_bytes", "transpose", "whole_columns",
 ]  # fmt: skip
 
 
@@ -46,18 +47,25 @@ def _load() -> ctypes.CDLL | None:
     library.xorlib_lookup_sums.restype = None
     library.xorlib_histogram.argtypes = [pointer, i64, i64, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_histogram.restype = None
+    library.xorlib_histogram_rows.argtypes = []
+    library.xorlib_histogram_rows.restype = i64
+    library.xorlib_transpose.argtypes = [pointer, i64, i64, i64, pointer, i64]
     library.xorlib_pair_columns.argtypes = [pointer, i64, i64, i64, pointer]
     library.xorlib_half_columns.argtypes = [pointer, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_whole_columns.argtypes = [pointer, i64, pointer, i64, i64, ctypes.c_uint8, i64, pointer, i64]
     library.xorlib_count_sums.argtypes = [pointer, i64, i64, pointer, i64, pointer]
     library.xorlib_count_histogram.argtypes = [pointer, i64, i64, pointer, i64, pointer]
     for name in (
-        "xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns", "xorlib_count_sums",
+        "xorlib_transpose", "xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns", "xorlib_count_sums",
         "xorlib_count_histogram",
     ):  # fmt: skip
         getattr(library, name).restype = None
     return library
 
+
+#: Rows of weights the compiled histogram takes at a time (``HISTOGRAM_ROWS`` in ``_loops.c``): two columns of
+#: doubles, 32 KiB, stay in the first-level cache while every group's bins take them.
+HISTOGRAM_ROWS = 2048
 
 _LIBRARY = _load()
 #: Whether the compiled loops were built (else the passes use the tensor calls, with the same results).
@@ -104,6 +112,17 @@ def histogram(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) ->
         bins.data_ptr(), columns, groups, width, index.data_ptr(), rows, index.stride(0), weights.data_ptr(),
         weights.stride(0),
     )  # fmt: skip
+
+
+def transpose(raw: torch.Tensor, written: int, out: torch.Tensor) -> None:
+    """The first ``written`` columns of uint8 ``raw`` ``(rows, groups)`` (contiguous) as rows of ``out`` ``(at least written, rows)``."""
+    _check_bytes(out)
+    if not (raw.dtype == torch.uint8 and raw.is_contiguous() and raw.device.type == "cpu"):
+        raise ValueError("transpose takes contiguous uint8 bytes on the CPU")
+    rows, groups = raw.shape
+    if not (0 <= written <= min(groups, out.shape[0]) and out.shape[1] >= rows):
+        raise ValueError(f"transpose writes 0 to {min(groups, out.shape[0])} columns of {rows} rows, not {written}")
+    _LIBRARY.xorlib_transpose(raw.data_ptr(), rows, groups, written, out.data_ptr(), out.stride(0))
 
 
 def pair_columns(columns: torch.Tensor, mu: torch.Tensor) -> None:

@@ -1,63 +1,237 @@
 /* The package's inner loops in C, called through ctypes by xorlib/_kernels.py: the streamed one
- * step's look-up sums and byte histograms on packed codes, the codes' pairing (xorlib/_packed.py), and
- * the authors' model's soft counts and their histogram (xorlib/learners/_authors_core.py).
+ * step's look-up sums and byte histograms on packed codes, the codes' transposition and pairing
+ * (xorlib/_packed.py), and the authors' model's soft counts and their histogram
+ * (xorlib/learners/_authors_core.py).
  *
  * Each does the arithmetic of the tensor calls it replaces, in the same order, so the results are the
  * same bit for bit (tests/core/test_kernels.py): additions only (no multiply that a compiler could fuse
- * into a multiply-add), and byte copies. Arrays come C-contiguous, but for byte indices with a row stride.
+ * into a multiply-add), and byte copies. What the loops change is how memory is read: eight bytes as one
+ * word, running sums in registers, a tile of weights that stays in the first-level cache.
+ * Arrays come C-contiguous, but for byte indices with a row stride.
  * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run.
  * Plain C, no Python headers: the file is only ever loaded by ctypes, never imported.
  */
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h> /* the transposition's byte shuffles (every x86-64 has them) */
+#endif
 
-/* out[s, r] (=|+=) the sum over j of tables[s, first_group + j, index[j, r]],
- * added in group order: group by group over all the rows, so that each group's
- * 256-entry table stays in cache. */
+/* Byte k of a word read from memory (eight bytes, or four for HALF_BYTE_AT): the byte at address + k,
+ * on either byte order. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define BYTE_AT(word, k) ((unsigned)((word) >> (56 - 8 * (k))) & 255u)
+#define HALF_BYTE_AT(word, k) ((unsigned)((word) >> (24 - 8 * (k))) & 255u)
+#else
+#define BYTE_AT(word, k) ((unsigned)((word) >> (8 * (k))) & 255u)
+#define HALF_BYTE_AT(word, k) ((unsigned)((word) >> (8 * (k))) & 255u)
+#endif
+
+static inline uint64_t word_at(const uint8_t *bytes) {
+    uint64_t word;
+    memcpy(&word, bytes, 8);
+    return word;
+}
+
+static inline uint32_t half_word_at(const uint8_t *bytes) {
+    uint32_t word;
+    memcpy(&word, bytes, 4);
+    return word;
+}
+
+/* One slot: sums[r] (=|+=) table_0[index[0, r]] + table_1[index[1, r]] + ..., eight rows at a time in
+ * registers (their bytes read as one word per group), each row's terms added in group order. */
+static void lookup_one(const double *table, const uint8_t *index, int64_t groups, int64_t rows,
+                       int64_t stride, double *sums, int fresh) {
+    int64_t row = 0;
+    for (; row + 8 <= rows; row += 8) {
+        double acc[8];
+        int64_t group = 0;
+        if (fresh) {
+            uint64_t word = word_at(index + row);
+            for (int k = 0; k < 8; ++k) acc[k] = table[BYTE_AT(word, k)];
+            group = 1;
+        } else {
+            for (int k = 0; k < 8; ++k) acc[k] = sums[row + k];
+        }
+        for (; group < groups; ++group) {
+            const double *own = table + group * 256;
+            uint64_t word = word_at(index + group * stride + row);
+            for (int k = 0; k < 8; ++k) acc[k] += own[BYTE_AT(word, k)];
+        }
+        for (int k = 0; k < 8; ++k) sums[row + k] = acc[k];
+    }
+    for (; row < rows; ++row) {
+        double acc = fresh ? table[index[row]] : sums[row];
+        for (int64_t group = fresh ? 1 : 0; group < groups; ++group)
+            acc += table[group * 256 + index[group * stride + row]];
+        sums[row] = acc;
+    }
+}
+
+/* Two slots reading each byte once: four rows at a time, as lookup_one adds them. */
+static void lookup_two(const double *table, const double *other, const uint8_t *index, int64_t groups,
+                       int64_t rows, int64_t stride, double *sums, double *other_sums, int fresh) {
+    int64_t row = 0;
+    for (; row + 4 <= rows; row += 4) {
+        double acc[4], more[4];
+        int64_t group = 0;
+        if (fresh) {
+            uint32_t word = half_word_at(index + row);
+            for (int k = 0; k < 4; ++k) {
+                acc[k] = table[HALF_BYTE_AT(word, k)];
+                more[k] = other[HALF_BYTE_AT(word, k)];
+            }
+            group = 1;
+        } else {
+            for (int k = 0; k < 4; ++k) {
+                acc[k] = sums[row + k];
+                more[k] = other_sums[row + k];
+            }
+        }
+        for (; group < groups; ++group) {
+            const double *own = table + group * 256, *own_other = other + group * 256;
+            uint32_t word = half_word_at(index + group * stride + row);
+            for (int k = 0; k < 4; ++k) {
+                acc[k] += own[HALF_BYTE_AT(word, k)];
+                more[k] += own_other[HALF_BYTE_AT(word, k)];
+            }
+        }
+        for (int k = 0; k < 4; ++k) {
+            sums[row + k] = acc[k];
+            other_sums[row + k] = more[k];
+        }
+    }
+    lookup_one(table, index + row, groups, rows - row, stride, sums + row, fresh);
+    lookup_one(other, index + row, groups, rows - row, stride, other_sums + row, fresh);
+}
+
+/* out[s, r] (=|+=) the sum over j of tables[s, first_group + j, index[j, r]], each row's terms
+ * added in group order (fresh: the first term is stored, not added to out); slots two at a time. */
 void xorlib_lookup_sums(const double *tables, int64_t slots, int64_t table_groups,
                         const uint8_t *index, int64_t groups, int64_t rows,
                         int64_t index_stride, double *out, int64_t out_stride,
                         int64_t first_group, int fresh) {
-    for (int64_t slot = 0; slot < slots; ++slot) {
-        double *sums = out + slot * out_stride;
-        const double *own = tables + slot * table_groups * 256;
-        int64_t group = 0;
-        if (fresh) {
-            const double *table = own + first_group * 256;
-            for (int64_t row = 0; row < rows; ++row) sums[row] = table[index[row]];
-            group = 1;
+    int64_t slot = 0;
+    for (; slot + 2 <= slots; slot += 2) {
+        const double *table = tables + (slot * table_groups + first_group) * 256;
+        lookup_two(table, table + table_groups * 256, index, groups, rows, index_stride, out + slot * out_stride,
+                   out + (slot + 1) * out_stride, fresh);
+    }
+    if (slot < slots)
+        lookup_one(tables + (slot * table_groups + first_group) * 256, index, groups, rows, index_stride,
+                   out + slot * out_stride, fresh);
+}
+
+/* Rows of weights histogrammed together: two columns of this many doubles, interleaved, stay in the
+ * first-level cache while every group's bins take them. */
+#define HISTOGRAM_ROWS 2048
+
+/* HISTOGRAM_ROWS, for xorlib._kernels.HISTOGRAM_ROWS to be checked against (tests/core/test_kernels.py). */
+int64_t xorlib_histogram_rows(void) { return HISTOGRAM_ROWS; }
+
+/* A complex bin, its two parts added at once (each part's addition is the scalar one). */
+typedef double pair_of_doubles __attribute__((vector_size(16), aligned(8)));
+
+/* bins[g, index[g, r]] += (first[r], second[r]) for the rows of one tile, eight at a time. */
+static void histogram_pairs(pair_of_doubles *bins, int64_t groups, const uint8_t *index, int64_t stride,
+                            const pair_of_doubles *tile, int64_t rows) {
+    for (int64_t group = 0; group < groups; ++group) {
+        pair_of_doubles *target = bins + group * 256;
+        const uint8_t *bytes = index + group * stride;
+        int64_t row = 0;
+        for (; row + 8 <= rows; row += 8) {
+            uint64_t word = word_at(bytes + row);
+            for (int k = 0; k < 8; ++k) target[BYTE_AT(word, k)] += tile[row + k];
         }
-        for (; group < groups; ++group) {
-            const double *table = own + (first_group + group) * 256;
-            const uint8_t *bytes = index + group * index_stride;
-            for (int64_t row = 0; row < rows; ++row) sums[row] += table[bytes[row]];
+        for (; row < rows; ++row) target[bytes[row]] += tile[row];
+    }
+}
+
+/* bins[c, g, index[g, r], p] += weights[c * width + p, r], each bin adding in the order of the rows;
+ * bins (columns, groups, 256, width), width 1 or 2 (a complex bin as its two real parts). Rows go in
+ * tiles, every group's bins taking a tile before the next: a bin belongs to one group, so its additions
+ * keep the order of the rows. */
+void xorlib_histogram(double *bins, int64_t columns, int64_t groups, int64_t width,
+                      const uint8_t *index, int64_t rows, int64_t index_stride,
+                      const double *weights, int64_t weights_stride) {
+    pair_of_doubles tile[HISTOGRAM_ROWS];
+    for (int64_t column = 0; column < columns; ++column) {
+        const double *first = weights + width * column * weights_stride;
+        const double *second = first + (width - 1) * weights_stride;
+        double *own = bins + column * groups * 256 * width;
+        if (width == 1) {
+            for (int64_t group = 0; group < groups; ++group) {
+                const uint8_t *bytes = index + group * index_stride;
+                for (int64_t row = 0; row < rows; ++row) own[group * 256 + bytes[row]] += first[row];
+            }
+            continue;
+        }
+        for (int64_t start = 0; start < rows; start += HISTOGRAM_ROWS) {
+            int64_t count = rows - start < HISTOGRAM_ROWS ? rows - start : HISTOGRAM_ROWS;
+            for (int64_t row = 0; row < count; ++row) {
+                tile[row][0] = first[start + row];
+                tile[row][1] = second[start + row];
+            }
+            histogram_pairs((pair_of_doubles *)own, groups, index + start, index_stride, tile, count);
         }
     }
 }
 
-/* bins[c, g, index[g, r], p] += weights[c * width + p, r], each bin adding in
- * the order of the rows; bins (columns, groups, 256, width), width 1 or 2 (a
- * complex bin as its two real parts). */
-void xorlib_histogram(double *bins, int64_t columns, int64_t groups, int64_t width,
-                      const uint8_t *index, int64_t rows, int64_t index_stride,
-                      const double *weights, int64_t weights_stride) {
-    for (int64_t column = 0; column < columns; ++column) {
-        const double *first = weights + width * column * weights_stride;
-        const double *second = first + (width - 1) * weights_stride;
-        for (int64_t group = 0; group < groups; ++group) {
-            double *target = bins + (column * groups + group) * 256 * width;
-            const uint8_t *bytes = index + group * index_stride;
-            if (width == 2) {
-                for (int64_t row = 0; row < rows; ++row) {
-                    double *bin = target + 2 * bytes[row];
-                    bin[0] += first[row];
-                    bin[1] += second[row];
-                }
-            } else {
-                for (int64_t row = 0; row < rows; ++row)
-                    target[bytes[row]] += first[row];
-            }
+#ifdef __SSE2__
+/* Sixteen rows of sixteen bytes (row stride src_stride) transposed: column c (c < columns) to
+ * dst + c * dst_stride, sixteen bytes each. Four rounds of interleaving, of bytes, pairs, quads and eights. */
+static void transpose_16(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t dst_stride,
+                         int64_t columns) {
+    __m128i a[16], b[16];
+    for (int i = 0; i < 16; ++i) a[i] = _mm_loadu_si128((const __m128i *)(src + i * src_stride));
+    for (int i = 0; i < 8; ++i) { /* rows 2i, 2i + 1: columns 0-7, then 8-15 */
+        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
+        b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    }
+    for (int q = 0; q < 4; ++q) { /* rows 4q to 4q + 3: columns 0-3, 4-7, 8-11, 12-15 */
+        const __m128i *in = b + 4 * q;
+        a[4 * q] = _mm_unpacklo_epi16(in[0], in[2]);
+        a[4 * q + 1] = _mm_unpackhi_epi16(in[0], in[2]);
+        a[4 * q + 2] = _mm_unpacklo_epi16(in[1], in[3]);
+        a[4 * q + 3] = _mm_unpackhi_epi16(in[1], in[3]);
+    }
+    for (int h = 0; h < 2; ++h) { /* rows 8h to 8h + 7: columns (0, 1), (2, 3), ..., (14, 15) */
+        const __m128i *in = a + 8 * h;
+        for (int j = 0; j < 4; ++j) {
+            b[8 * h + 2 * j] = _mm_unpacklo_epi32(in[j], in[j + 4]);
+            b[8 * h + 2 * j + 1] = _mm_unpackhi_epi32(in[j], in[j + 4]);
         }
+    }
+    for (int j = 0; j < 8; ++j) { /* all sixteen rows: columns 2j and 2j + 1 */
+        if (2 * j < columns)
+            _mm_storeu_si128((__m128i *)(dst + 2 * j * dst_stride), _mm_unpacklo_epi64(b[j], b[j + 8]));
+        if (2 * j + 1 < columns)
+            _mm_storeu_si128((__m128i *)(dst + (2 * j + 1) * dst_stride), _mm_unpackhi_epi64(b[j], b[j + 8]));
+    }
+}
+#endif
+
+/* out[g, r] = raw[r, g] for g < written: the block's bytes (rows, groups) as columns (groups, rows).
+ * Sixteen rows by sixteen groups at a time where SSE2 is at hand (reading sixteen bytes of a row may
+ * reach into the next one, never past the block), the rest byte by byte. */
+void xorlib_transpose(const uint8_t *raw, int64_t rows, int64_t groups, int64_t written, uint8_t *out,
+                      int64_t out_stride) {
+    int64_t done = 0; /* rows transposed sixteen at a time */
+#ifdef __SSE2__
+    for (; done + 16 <= rows; done += 16) {
+        int64_t first = 0;
+        for (; first < written; first += 16) {
+            if ((done + 15) * groups + first + 16 > rows * groups) break; /* would read past the block */
+            transpose_16(raw + done * groups + first, groups, out + first * out_stride + done, out_stride,
+                         written - first < 16 ? written - first : 16);
+        }
+        if (first < written) break; /* the last rows, byte by byte */
+    }
+#endif
+    for (int64_t group = 0; group < written; ++group) {
+        uint8_t *column = out + group * out_stride;
+        for (int64_t row = done; row < rows; ++row) column[row] = raw[row * groups + group];
     }
 }
 

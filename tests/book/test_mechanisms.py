@@ -155,10 +155,14 @@ def test_the_export_includes_what_the_book_shows_of_a_file() -> None:
     def export(options: str, path: str = "../xorlib/_loops.c") -> str:
         return xorlib_export.convert_markdown(f"```{{literalinclude}} {path}\n{options}```\n", book, {}, {})
 
-    # chapter 11: the look-up and histogram loops only, between its markers
-    loops = export(":language: c\n:start-at: /* out[s, r]\n:end-before: /* out[j] = source\n")
-    assert loops.startswith("```c\n/* out[s, r]") and "void xorlib_histogram(" in loops
-    assert "#include" not in loops and "reversed_xor" not in loops
+    # chapter 11: the one-slot look-up and the histogram's tile loop only, between their markers
+    lookup = export(":language: c\n:start-at: /* One slot\n:end-before: /* Two slots\n")
+    assert lookup.startswith("```c\n/* One slot") and "static void lookup_one(" in lookup
+    assert "lookup_two" not in lookup and "#include" not in lookup
+    histogram = export(":language: c\n:start-at: /* bins[g, index[g, r]]\n:end-before: /* bins[c, g, index\n")
+    assert "static void histogram_pairs(" in histogram and "void xorlib_histogram(" not in histogram
+    chapter = (ROOT / "chapters" / "11_performance.md").read_text()
+    assert ":start-at: /* One slot" in chapter and ":start-at: /* bins[g, index[g, r]]" in chapter
     # chapter 2: a method, dedented as the book shows it
     method = export(":language: python\n:pyobject: TwoHeadModel.forward\n:dedent:\n", "../xorlib/model.py")
     assert method.startswith("```python\n@public\ndef forward(")

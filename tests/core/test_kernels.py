@@ -29,6 +29,11 @@ def test_the_loops_are_built_wherever_a_c_compiler_is_at_hand() -> None:
     assert _kernels.AVAILABLE, "the extension xorlib._loops is missing: reinstall the package (make env)"
 
 
+@needs_loops
+def test_the_histograms_tile_is_the_one_the_book_quotes() -> None:
+    assert _kernels._LIBRARY.xorlib_histogram_rows() == _kernels.HISTOGRAM_ROWS
+
+
 def _bytes(groups: int, rows: int, seed: int, stride: int | None = None) -> torch.Tensor:
     """Random bytes ``(groups, rows)``, optionally as a slice of wider rows (row stride ``stride``)."""
     gen = torch.Generator().manual_seed(seed)
@@ -140,6 +145,22 @@ def test_pairing_halves_and_wholes_are_the_bytes_of_the_python_loops(rows: int, 
     monkeypatch.setattr(_kernels, "AVAILABLE", False)
     assert all(torch.equal(a, b) for a, b in zip(compiled, run(), strict=True))
     assert torch.equal(compiled[2], compiled[0])  # the halves determine the paired columns
+
+
+@needs_loops
+@pytest.mark.parametrize(
+    ("rows", "groups", "written"),
+    [(65532, 14, 14), (65530, 14, 8), (4099, 17, 17), (1000, 33, 30), (48, 16, 16), (31, 2, 1), (17, 3, 3), (5, 1, 1)],
+)
+def test_the_transpose_writes_the_columns_asked_for_and_nothing_else(rows: int, groups: int, written: int) -> None:
+    """Sixteen-by-sixteen tiles, groups beyond sixteen, the last rows byte by byte, and no byte outside the columns."""
+    raw = _bytes(rows, groups, seed=rows + groups)
+    out = torch.zeros(groups + 1, rows + 7, dtype=torch.uint8)
+    _kernels.transpose(raw.contiguous(), written, out[:, :rows])
+    assert torch.equal(out[:written, :rows], raw.t()[:written])
+    assert not out[written:].any() and not out[:, rows:].any()
+    with pytest.raises(ValueError, match="columns"):
+        _kernels.transpose(raw.contiguous(), groups + 2, out)
 
 
 @needs_loops
