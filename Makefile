@@ -5,6 +5,11 @@
 # modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less).
 
 PYTHON ?= python3
+# Python writes each module's bytecode (__pycache__) on first import, also where the environment sets
+# PYTHONDONTWRITEBYTECODE (as some containers and CI images do): make test starts about a hundred Python processes
+# (the chapters' kernels, JupyterLab, pytest and the programs the tests run), and without the bytecode every one of
+# them compiles torch, Sphinx or JupyterLab from source again (about 40 s of make test's CPU time).
+unexport PYTHONDONTWRITEBYTECODE
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
