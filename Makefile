@@ -22,7 +22,7 @@ ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # Each chapter's kernel on one torch thread (BOOK_JOBS kernels share the cores).
 JB_BUILD := $(ONE_THREAD) XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
 
-.PHONY: env book book-clean pdf test lint format unit book-tests book-browser book-pdf-checks book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
+.PHONY: env book book-clean pdf test lint format unit book-tests book-browser book-pdf-checks book-lab sweeps notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 	$(PYTHON) -m venv $(VENV)
@@ -62,10 +62,14 @@ format: env
 	$(BIN)/ruff check --fix .
 
 # The unit tests in TEST_JOBS processes (pytest-xdist), each on one torch thread (with the book building beside
-# them, spinning threads cost a third of the time).
+# them, spinning threads cost a third of the time). A long parametrized sweep runs a small version of its grid here
+# (marker sweep: the rest); `make sweeps` runs the rest.
 TEST_JOBS ?= 2
 unit: env
-	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab"
+	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab and not sweep"
+
+sweeps: env
+	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m sweep
 
 # The checks of the built book, each its own process so that they run side by side: the browser (every page at 1280
 # and at 390 px, each page loaded once per width for all of its checks, in one browser; the prose's numbers and words),
