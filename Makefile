@@ -5,6 +5,11 @@
 # modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less).
 
 PYTHON ?= python3
+# Python writes each module's bytecode (__pycache__) on first import, also where the environment sets
+# PYTHONDONTWRITEBYTECODE (as some containers and CI images do): make test starts about a hundred Python processes
+# (the chapters' kernels, JupyterLab, pytest and the programs the tests run), and without the bytecode every one of
+# them compiles torch, Sphinx or JupyterLab from source again (about 40 s of make test's CPU time).
+unexport PYTHONDONTWRITEBYTECODE
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -17,7 +22,7 @@ ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # Each chapter's kernel on one torch thread (BOOK_JOBS kernels share the cores).
 JB_BUILD := $(ONE_THREAD) XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_build.py
 
-.PHONY: env book book-clean pdf test lint format unit book-tests book-browser-1280 book-browser-390 book-lab notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
+.PHONY: env book book-clean pdf test lint format unit book-tests book-browser book-pdf-checks book-lab sweeps notebooks experiments experiments-small benchmarks benchmarks-small student grade grade-all clean lab screenshots
 
 $(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 	$(PYTHON) -m venv $(VENV)
@@ -57,49 +62,58 @@ format: env
 	$(BIN)/ruff check --fix .
 
 # The unit tests in TEST_JOBS processes (pytest-xdist), each on one torch thread (with the book building beside
-# them, spinning threads cost a third of the time).
+# them, spinning threads cost a third of the time). A long parametrized sweep runs a small version of its grid here
+# (marker sweep: the rest); `make sweeps` runs the rest.
 TEST_JOBS ?= 2
 unit: env
-	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab"
+	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m "not book and not notebooks and not lab and not sweep"
 
-# The checks of the built book: the browser at 1280 px, the browser at 390 px (with the downloads' buttons and the
-# static checks of the pages and the PDF), and JupyterLab with the downloads run in fresh environments, each its
-# own process so that two run side by side. `make screenshots` saves every page at both widths.
-BOOK_BROWSER := tests/book/test_browser.py tests/book/test_rendered_text.py tests/book/test_pdf.py
-book-browser-1280: env
-	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "1280"
+sweeps: env
+	$(ONE_THREAD) $(BIN)/python -m pytest -n $(TEST_JOBS) -m sweep
 
-book-browser-390: env
-	$(BIN)/python -m pytest -q -m book $(BOOK_BROWSER) -k "not 1280 and not screenshots"
+# The checks of the built book, each its own process so that they run side by side: the browser (every page at 1280
+# and at 390 px, each page loaded once per width for all of its checks, in one browser; the prose's numbers and words),
+# the PDF (its text and its printed pages), and JupyterLab with the downloads run in fresh environments.
+# `make screenshots` saves every page at both widths.
+# A new file of tests marked book or lab goes into one of these lists (tests/book/test_make_test.py checks it).
+BOOK_BROWSER := tests/book/test_browser.py tests/book/test_rendered_text.py
+BOOK_PDF := tests/book/test_pdf.py
+BOOK_LAB := tests/book/test_lab.py tests/book/test_downloads.py
+# They need nothing of tests/conftest.py (torch and its seed, for the unit tests): --confcutdir leaves it out, 2 s
+# of imports per job; the lab's kernels get the unit tests' cache folder from here instead.
+BOOK_PYTEST := $(BIN)/python -m pytest -q --confcutdir=tests/book
+book-browser: env
+	$(BOOK_PYTEST) -m book $(BOOK_BROWSER) -k "not screenshots"
+
+book-pdf-checks: env
+	$(BOOK_PYTEST) -m book $(BOOK_PDF)
 
 book-lab: env
-	$(ONE_THREAD) $(BIN)/python -m pytest -q -m "book or lab" tests/book $(addprefix --ignore=,$(BOOK_BROWSER))
+	XORLIB_CACHE="$${XORLIB_CACHE:-$(CURDIR)/.cache/xorlib-tests}" $(ONE_THREAD) $(BOOK_PYTEST) -m "book or lab" $(BOOK_LAB)
 
 book-tests: env
-	$(MAKE) -j2 book-lab book-browser-1280
-	$(MAKE) book-browser-390
+	$(MAKE) -j2 book-lab book-browser book-pdf-checks
 
-# make test on two cores (make -j2, one shared job server): one job slot runs the unit tests while the other builds
-# the book; each check of the built book starts as soon as the book (or the PDF) is there and a slot is free, the
-# longest first (JupyterLab, then the PDF and the 390-px browser that reads it, then 1280 px). Each job is one
-# process on one torch thread, so two jobs fill the two cores without spinning.
+# make test on two cores (make -j2, one shared job server). The longest chain first: the book, then its PDF, then
+# the PDF's checks; one slot builds them while the other runs the unit tests; each other check of the built book
+# starts as soon as the book is there and a slot is free, the longest first (JupyterLab, then the browser). Each job
+# is one process on one torch thread, so two jobs fill the two cores without spinning.
 test: lint
-	$(MAKE) -j2 test-unit test-checks
+	$(MAKE) -j2 test-pdf-checks test-unit test-lab test-browser
 
-.PHONY: test-unit test-book test-pdf test-390 test-lab test-1280 test-checks
+.PHONY: test-unit test-book test-pdf test-pdf-checks test-lab test-browser
 test-unit: env
 	$(MAKE) unit TEST_JOBS=$(TEST_UNIT_JOBS)
 test-book: env
 	$(MAKE) book LARGE_D=0 BOOK_JOBS=$(TEST_BOOK_JOBS)
 test-pdf: test-book
 	$(MAKE) pdf
-test-390: test-pdf
-	$(MAKE) book-browser-390
+test-pdf-checks: test-pdf
+	$(MAKE) book-pdf-checks
 test-lab: test-book
 	$(MAKE) book-lab
-test-1280: test-book
-	$(MAKE) book-browser-1280
-test-checks: test-lab test-390 test-1280
+test-browser: test-book
+	$(MAKE) book-browser
 # Processes per job inside make test (TEST_UNIT_JOBS=0: the unit tests in one pytest process, no workers).
 TEST_UNIT_JOBS ?= 0
 TEST_BOOK_JOBS ?= 1

@@ -1,9 +1,11 @@
 """A downloaded chapter run as a reader runs it: a fresh virtual environment, the notebook's own install cell.
 
 The fresh environment has pip and nothing of the book: third-party packages (torch, numpy, Matplotlib, the Jupyter
-kernel) are borrowed from ``.venv`` through a ``.pth`` file pointing at a folder of links that leaves out xorlib
-(its files, metadata and editable hook), so that ``import xorlib`` works only once the notebook's first cell has
-installed the wheel from the served site. pip runs with ``PIP_NO_INDEX=1``: nothing can come from a package index.
+kernel, pip itself) are borrowed from ``.venv`` through a ``.pth`` file pointing at a folder of links that leaves out
+xorlib (its files, metadata and editable hook), so that ``import xorlib`` works only once the notebook's first cell
+has installed the wheel from the served site (pip installs into the environment that runs it, the fresh one). The
+environment is made without pip of its own (``venv --without-pip``): installing pip and setuptools into it, then
+taking setuptools out again, was most of the fixture's 4 s. pip runs with ``PIP_NO_INDEX=1``: nothing can come from a package index.
 The notebook runs in an empty folder, so nothing from the repository is at hand either.
 """
 
@@ -36,7 +38,7 @@ finally:
 def fresh_environment(folder: Path) -> Path:
     """A virtual environment in ``folder/env`` that borrows .venv's third-party packages; returns its Python."""
     env = folder / "env"
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=300)
     python = env / "bin" / "python"
     purelib = Path(
         subprocess.run(
@@ -46,13 +48,11 @@ def fresh_environment(folder: Path) -> Path:
             check=True,
         ).stdout.strip()
     )
-    # The venv's own setuptools is older than torch's requirement: .venv's is borrowed instead.
-    subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "setuptools"], check=True, timeout=120)
     borrowed = folder / "borrowed"
     borrowed.mkdir()
     source = Path(sysconfig.get_paths()["purelib"])
     for entry in source.iterdir():
-        if entry.name.startswith(OWN) or entry.suffix == ".pth" or entry.name == "pip" or entry.name.startswith("pip-"):
+        if entry.name.startswith(OWN) or entry.suffix == ".pth":
             continue
         (borrowed / entry.name).symlink_to(entry)
     (purelib / "xorlib-book-borrowed.pth").write_text(f"{borrowed}\n")
@@ -70,6 +70,8 @@ def fresh_environment(folder: Path) -> Path:
         check=True,
     )
     assert check.stdout.strip() == "True", "the fresh environment already sees xorlib"
+    pip = subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True, text=True, check=True)
+    assert f"python {sys.version_info.major}.{sys.version_info.minor}" in pip.stdout, pip.stdout
     return python
 
 

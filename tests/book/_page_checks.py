@@ -255,10 +255,10 @@ def inspect(page: Page, url: str, width: int, screenshot: Path | None = None) ->
     mobile = width < 600
     page.viewport(width, 844 if mobile else 900, mobile=mobile)
     page.navigate(url)
-    page.evaluate(f"{INSPECT}({{width: {width}, open: false}})")  # wait for MathJax and images
     if screenshot is not None:
+        page.evaluate(f"{INSPECT}({{width: {width}, open: false}})")  # wait for MathJax and images
         page.screenshot(screenshot)
-    report = page.evaluate(f"{INSPECT}({{width: {width}, open: true}})")
+    report = page.evaluate(f"{INSPECT}({{width: {width}, open: true}})")  # waits for them too, then opens the folds
     report["console"] = page.console_errors()
     return report
 

@@ -5,7 +5,8 @@ than the column (1280 px) or the window (390 px) except inside its own sideways-
 equation and no code cell that needs scrolling; figure text at least about 9 px as displayed; figures in the
 book's style; MathJax, served by the book, typesets every formula; no console errors; no tracebacks. Each chapter
 page also offers its executed notebook for download, and no page declares sphinx-thebe's configuration twice.
-Screenshots of every page go to ``_build/screenshots/1280/`` and ``_build/screenshots/390/``.
+Each page is loaded once per width for all of its checks (one browser, one tab). ``make screenshots`` saves
+every page at both widths into ``_build/screenshots/1280/`` and ``_build/screenshots/390/``.
 
 Issue 22's checks (a main-text table wider than its column at 1280 px; figure text below 9 px, an equation or the
 header wider than the screen at 390 px; a duplicated or empty "Exercises" heading; "Proof. Proof."; a figure
@@ -91,21 +92,30 @@ def browser() -> Iterator[_chromium.Browser]:
         yield tools
 
 
+def _page_path(page: str) -> Path:
+    if not HTML_DIR.is_dir():
+        _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
+    path = HTML_DIR / f"{page}.html"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing from the build")
+    return path
+
+
+def _screenshot_path(page: str, width: int) -> Path:
+    return SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
+
+
 @pytest.fixture(scope="module")
 def reports(browser: _chromium.Browser) -> Iterator[dict]:
-    """Reports per page and width, measured on first use (one tab for the whole book)."""
+    """Reports per page and width, measured on first use (one tab for the whole book, each page loaded once per
+    width whichever tests ask). No screenshots here: ``make screenshots`` takes them (a full-page picture of
+    every page at both widths costs a third of the pages' time, and no check reads it)."""
     cache: dict[tuple[str, int], dict] = {}
     with browser.page(1280) as tab:
 
         def report(page: str, width: int) -> dict:
             if (page, width) not in cache:
-                if not HTML_DIR.is_dir():
-                    _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
-                path = HTML_DIR / f"{page}.html"
-                if not path.is_file():
-                    pytest.fail(f"{path} is missing from the build")
-                shot = SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
-                cache[page, width] = inspect(tab, path.as_uri(), width, screenshot=shot)
+                cache[page, width] = inspect(tab, _page_path(page).as_uri(), width)
             return cache[page, width]
 
         yield report
@@ -342,15 +352,16 @@ def test_page_reads_well(reports: object, page: str, check: str, width: int) -> 
 
 
 @pytest.mark.book
-def test_screenshots_of_every_page(reports: object) -> None:
-    """Every page at both widths (``make screenshots`` runs this test alone)."""
+def test_screenshots_of_every_page(browser: _chromium.Browser) -> None:
+    """Every page at both widths, as the reader first sees it (``make screenshots`` runs this test alone)."""
     if not PAGES:
         _chromium.unavailable(f"no built book in {HTML_DIR}: run `make book` first")
-    for width in WIDTHS:
-        for page in PAGES:
-            reports(page, width)
-            shot = SCREENSHOTS / str(width) / f"{page.replace('/', '__')}.png"
-            assert shot.is_file() and shot.stat().st_size > 1000, f"no screenshot {shot}"
+    with browser.page(1280) as tab:
+        for width in WIDTHS:
+            for page in PAGES:
+                shot = _screenshot_path(page, width)
+                inspect(tab, _page_path(page).as_uri(), width, screenshot=shot)
+                assert shot.is_file() and shot.stat().st_size > 1000, f"no screenshot {shot}"
 
 
 def test_raw_dollar_maths_is_found_in_tables_and_prose_but_not_in_code_or_typeset_maths() -> None:

@@ -144,7 +144,7 @@ class Lab:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     pytest.fail(f"JupyterLab did not start: {self.log.read_text()[-3000:]}")
-                time.sleep(0.5)
+                time.sleep(0.1)
 
     def api(self, path: str, method: str = "GET", body: dict | None = None) -> object:
         request = urllib.request.Request(
@@ -355,7 +355,7 @@ RUN_ALL = """
     && panel.sessionContext.session.kernel.status !== 'idle';
   const start = Date.now();
   while (Date.now() - start < 600000) {
-    await new Promise(r => setTimeout(r, 500));
+    await new Promise(r => setTimeout(r, 100));
     const cells = panel.content.widgets;
     const pending = cells.filter(c => c.model.type === 'code' && c.model.executionCount === null
       && c.model.sharedModel.getSource().trim()  // an empty cell is never sent to the kernel

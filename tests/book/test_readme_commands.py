@@ -15,6 +15,7 @@ Anything else (``git clone``, opening a browser) is not checked. The README may 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import shlex
@@ -91,6 +92,14 @@ def _uses_argparse(module: str) -> bool:
     return origin.is_file() and "argparse" in origin.read_text()
 
 
+@functools.cache
+def _help(module: str) -> subprocess.CompletedProcess:
+    """``python -m module --help``, run once per module (the README shows some modules in several commands)."""
+    return subprocess.run(
+        [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 @pytest.mark.parametrize("command", COMMANDS or ["(no README)"])
 def test_readme_command_works_as_written(command: str) -> None:
     if not COMMANDS:
@@ -113,14 +122,7 @@ def test_readme_command_works_as_written(command: str) -> None:
         finally:
             sys.path.remove(str(ROOT))
         if parses:
-            result = subprocess.run(
-                [sys.executable, "-m", module, "--help"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            result = _help(module)
             assert result.returncode == 0, f"`{command}`: --help fails: {result.stderr.strip()[-800:]}"
     elif program in PYTHONS and args and args[0].endswith(".py"):
         assert (ROOT / args[0]).is_file(), f"`{command}`: no script {args[0]}"

@@ -163,12 +163,50 @@ def test_every_extreme_setting_computes_or_is_rejected_clearly(attention, heads,
     assert not state.worst_after_exact or state.worst_after_lower == pytest.approx(state.worst_after, rel=1e-8)
 
 
+FIGURE_GRID = [s for s in GRID if s[-1] == 0 and s[2] != KAPPAS[1] and _rejection(s[0], s[3], s[4]) is None]
+
+
+def _small_figure_grid(grid: list[tuple]) -> set[tuple]:
+    """``make test``'s part of the figure grid (``make sweeps`` draws all of it): in each group of one attention
+    kind and one n, two settings at opposite ends of every other control (heads, κ, d); the pair turns from group to
+    group, so that the groups together draw every combination of those controls' ends, and so every pair of them."""
+    ends = (lambda s: s[1] == "split", lambda s: s[2] == KAPPAS[-1], lambda s: s[4] == D_CHOICES[-1])
+    turns = ((0, 0, 0), (0, 1, 1), (0, 0, 1), (0, 1, 0))
+    groups: dict[tuple, list[tuple]] = {}
+    for setting in grid:
+        groups.setdefault((setting[0], setting[3]), []).append(setting)
+    small = set()
+    for number, members in enumerate(groups.values()):
+        varying = [k for k, end in enumerate(ends) if len({end(s) for s in members}) == 2]
+        first = tuple(turns[number % len(turns)][k] for k in varying)
+        for setting in members:
+            at = tuple(int(ends[k](setting)) for k in varying)
+            if at == first or at == tuple(1 - v for v in first):
+                small.add(setting)
+    return small
+
+
+SMALL_FIGURE_GRID = _small_figure_grid(FIGURE_GRID)
+
+
+def test_the_small_figure_grid_draws_every_end_of_every_control_in_every_kind() -> None:
+    assert len(SMALL_FIGURE_GRID) < len(FIGURE_GRID) / 2
+    for kind, n in {(s[0], s[3]) for s in FIGURE_GRID}:
+        group = [s for s in FIGURE_GRID if (s[0], s[3]) == (kind, n)]
+        small = [s for s in SMALL_FIGURE_GRID if (s[0], s[3]) == (kind, n)]
+        for k in (1, 2, 4):  # heads, κ, d: both ends wherever the group has both
+            assert {s[k] for s in small} == {s[k] for s in group}, (kind, n, k)
+    for k, j in itertools.combinations((1, 2, 4), 2):  # and every pair of two controls' ends, over the kinds
+        assert {(s[k], s[j]) for s in SMALL_FIGURE_GRID} == {(s[k], s[j]) for s in FIGURE_GRID}, (k, j)
+
+
 @pytest.mark.parametrize(
     ("attention", "heads", "kappa", "n", "d", "seed"),
-    [s for s in GRID if s[-1] == 0 and s[2] != KAPPAS[1] and _rejection(s[0], s[3], s[4]) is None],
+    [pytest.param(*s, marks=() if s in SMALL_FIGURE_GRID else pytest.mark.sweep) for s in FIGURE_GRID],
 )
 def test_the_figure_clamps_at_every_extreme(attention, heads, kappa, n, d, seed) -> None:
-    """The figure at both ends of every control, seed 0.
+    """The figure at both ends of every control, seed 0 (``make test`` draws the small grid above, a fourth of
+    them; ``make sweeps`` draws them all).
 
     A figure costs a fifth of a second, so the grid of figures is thinner than the grid of states above: the
     layout depends on the seed and on a middle κ only through the numbers it prints, whose widest forms are drawn
