@@ -34,7 +34,8 @@ $(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 
 env: $(STAMP)
 
-# LARGE_D=1 (the default of make book) also runs chapter 11's split step at d = 10^8 (9 to 10 s on one core); make test skips it.
+# LARGE_D=1 (the default of make book) also runs chapter 11's tied step at d = 10^8 (3 to 4 s on one core); make test skips it
+# (every build runs the split step at d = 10^8).
 LARGE_D ?= 1
 
 # --all: every chapter is read, so executed, again (a change in xorlib changes no chapter file).
