@@ -116,9 +116,9 @@ def histogram(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) ->
 
 def transpose(raw: torch.Tensor, written: int, out: torch.Tensor) -> None:
     """The first ``written`` columns of uint8 ``raw`` ``(rows, groups)`` (contiguous) as rows of ``out`` ``(at least written, rows)``."""
-    _check_bytes(out)
-    if not (raw.dtype == torch.uint8 and raw.is_contiguous() and raw.device.type == "cpu"):
-        raise ValueError("transpose takes contiguous uint8 bytes on the CPU")
+    _check_bytes(raw, out)
+    if not raw.is_contiguous():
+        raise ValueError("transpose takes contiguous bytes")
     rows, groups = raw.shape
     if not (0 <= written <= min(groups, out.shape[0]) and out.shape[1] >= rows):
         raise ValueError(f"transpose writes 0 to {min(groups, out.shape[0])} columns of {rows} rows, not {written}")

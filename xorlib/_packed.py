@@ -418,12 +418,7 @@ def paired_columns(
         out.copy_(pair_rows(raw, rows, main, gen).t())
     else:
         written = raw.shape[1] if groups is None else groups
-        if (
-            kernels.takes_bytes(out) and raw.is_contiguous()
-        ):  # the compiled transpose, else NumPy's (faster than torch's)
-            kernels.transpose(raw, written, out)
-        else:
-            np.copyto(out[:written].numpy(), raw[:, :written].numpy().T)
+        columns(raw, out, written)
         if balanced:
             mu = 2 * torch.randint(0, rows // 2, (raw.shape[1],), generator=gen) + 1
             _pair_columns(out[:written], mu[:written])
@@ -532,9 +527,19 @@ def half_column_bytes(
     return found ^ (flipped.to(torch.uint8) * _flips(torch.arange(first, total), total, main).unsqueeze(1))
 
 
-def columns(matrix: torch.Tensor) -> torch.Tensor:
-    """The transpose of ``matrix`` ``(rows, cols)`` (on the CPU), contiguous: NumPy's transposing copy (faster than torch's)."""
-    return torch.from_numpy(np.ascontiguousarray(matrix.numpy().T))
+def columns(matrix: torch.Tensor, out: torch.Tensor | None = None, written: int | None = None) -> torch.Tensor:
+    """The transpose of ``matrix`` ``(rows, cols)`` (on the CPU), contiguous, or its first ``written`` columns into ``out``.
+
+    Bytes go through the compiled transpose (:func:`xorlib._kernels.transpose`) where it was built, anything
+    else through NumPy's transposing copy (faster than torch's); the same values either way.
+    """
+    written = matrix.shape[1] if written is None else written
+    out = matrix.new_empty(matrix.shape[1], matrix.shape[0]) if out is None else out
+    if kernels.takes_bytes(matrix, out) and matrix.is_contiguous():
+        kernels.transpose(matrix, written, out)
+    else:
+        np.copyto(out[:written].numpy(), matrix[:, :written].numpy().T)
+    return out
 
 
 def _byte_index(packed: torch.Tensor) -> torch.Tensor:
