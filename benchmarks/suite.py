@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 import xorlib
-from xorlib._stream import HALVES_FACTOR, KEEP_CODES_BYTES
+from xorlib._source import HALVES_FACTOR, KEEP_CODES_BYTES
 from xorlib.codes import Codes
 
 from .measure import measure_in_subprocess

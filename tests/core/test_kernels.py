@@ -113,9 +113,9 @@ def _same(a, b) -> bool:
 def test_a_step_with_the_loops_is_the_step_without_them(
     d: int, heads: str, options: dict, keep: int, monkeypatch
 ) -> None:
-    from xorlib import _stream
+    from xorlib import _source
 
-    monkeypatch.setattr(_stream, "KEEP_CODES_BYTES", keep)
+    monkeypatch.setattr(_source, "KEEP_CODES_BYTES", keep)
     with_loops = one_step(d, heads, **options)
     monkeypatch.setattr(_kernels, "AVAILABLE", False)
     assert _same(with_loops, one_step(d, heads, **options))

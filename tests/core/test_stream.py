@@ -18,17 +18,11 @@ import torch
 from _tolerance import assert_close, gamma
 
 from xorlib import one_step
+from xorlib._candidates import after_from_candidates, direction_pass
+from xorlib._gradient import head_stats, population_gradient, start_and_gradient
 from xorlib._packed import Lookup, Pull, _byte_index, _pair_columns, half_columns, whole_columns
-from xorlib._stream import (
-    CodeSource,
-    after_from_candidates,
-    after_step,
-    direction_pass,
-    head_stats,
-    population_gradient,
-    start_and_gradient,
-    top_scores,
-)
+from xorlib._source import CodeSource
+from xorlib._stream import after_step, top_scores
 from xorlib.codes import Codes
 from xorlib.learners import _one_step
 from xorlib.model import ModelConfig
@@ -41,7 +35,7 @@ SIZES = [(2 * BLOCK + 10, 16), (2 * BLOCK + 10, 13), (2 * BLOCK + 11, 9), (2 * B
 
 
 def _score_bound(queries: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-    """The look-up scores' rounding bound, gamma_{m + 3G + 20} sum_r |q_r||P_kr| (xorlib._stream._log_weight_error)."""
+    """The look-up scores' rounding bound, gamma_{m + 3G + 20} sum_r |q_r||P_kr| (xorlib._logsums.log_weight_error)."""
     m = dense.shape[1]
     return gamma(m + 3 * -(-m // 8) + 20) * (queries.abs() @ dense.abs().T)
 

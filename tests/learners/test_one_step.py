@@ -35,7 +35,7 @@ def test_the_lattice_rule_needs_no_data_and_certifies_the_tied_model() -> None:
     result = one_step(4096, "tied", seed=5, step="lattice")
     assert result.success
     # its worst case is so small (about 1e-56) that the rounding allowance of the pair weights (their gap's and the
-    # scores' derived allowance, xorlib._stream._log_weight_error) is larger than it: a bracket, honestly not
+    # scores' derived allowance, xorlib._logsums.log_weight_error) is larger than it: a bracket, honestly not
     # flagged exact (issue 20), whose upper end is still far below any loss that matters
     worst = result.worst_case
     assert float(worst.upper) < 1e-40 and 0 < float(worst.lower) <= float(worst.upper) and not bool(worst.exact)

@@ -25,7 +25,7 @@ The population step streams over the positions (:mod:`xorlib._stream`): memory
 seed in every pass (or kept, packed: up to 256 MiB whole, or up to 576 MiB as the half of each balanced
 block's bytes that determines the rest) and never unpacked to floats; at :math:`d = 10^8` a split step reads them three times and a tied step once. The reported worst case is
 :func:`xorlib.certify.certify_scores`'s certificate for the true pair, with the rounding allowance of the
-streamed scores (:func:`xorlib._stream._log_weight_error`).
+streamed scores (:func:`xorlib._logsums.log_weight_error`).
 """
 
 from __future__ import annotations
@@ -37,28 +37,17 @@ from typing import Annotated, Literal
 
 import torch
 
+from .._candidates import NEGLECTED_AT_MOST, after_from_candidates, direction_pass
 from .._certificate import WorstCase, certificate
 from .._checks import check_pair, check_size
 from .._contract import MAX_D, MAX_SAMPLE_ENTRIES, Between, Device, Heads, Pair, Seed, config, public
+from .._gradient import HeadStats, head_stats, population_loss, scores, start_and_gradient
 from .._moments import OffPair, deviation_loss
 from .._packed import BlockView, Lookup
 from .._runtime import threads
 from .._samples import chunk_rows, score_gradients
-from .._stream import (
-    NEGLECTED_AT_MOST,
-    CodeSource,
-    HeadStats,
-    after_from_candidates,
-    after_step,
-    code_views,
-    direction_pass,
-    head_stats,
-    pair_deviations,
-    population_loss,
-    scores,
-    start_and_gradient,
-    top_scores,
-)
+from .._source import CodeSource, code_views
+from .._stream import after_step, pair_deviations, top_scores
 from ..codes import Codes
 from ..model import ModelConfig
 from ..task import random_pair
@@ -71,7 +60,7 @@ SCAN_POINTS, SCAN_UP_TO = 121, 2**18
 #: Up to this many code entries (d m), a step takes the pair's rows from the dense codes (one generation, memoised).
 SMALL_DENSE = 2**16
 #: The largest rounding allowance of a log-weight with which a step is certified: each weight is then known to
-#: within a factor e^(1/2) = 1.65. The allowance (xorlib._stream._log_weight_error) grows with the score
+#: within a factor e^(1/2) = 1.65. The allowance (xorlib._logsums.log_weight_error) grows with the score
 #: magnitude, about 1e-13 per unit of score: beyond, the certificate's arithmetic would bound nothing useful.
 MAX_LOG_ERROR = 0.5
 #: A step: a rule that chooses it, or a sharpness kappa.
@@ -362,7 +351,7 @@ def _after_in_direction_pass(config: StepConfig, state: _Gradient, keep: bool):
     r"""The certified rule's step and the summaries after it from one pass over the codes, where it applies.
 
     The rule needs the direction's top entries before it can take its step, so the summaries after the
-    step would need a pass of their own. Instead one pass (:func:`xorlib._stream.direction_pass`) finds
+    step would need a pass of their own. Instead one pass (:func:`xorlib._candidates.direction_pass`) finds
     the top entries and keeps every position that can matter after any step the rule may take: a lower
     bound on that step follows from lower bounds on the top entries (those seen so far) and from each
     head's largest entry, expected at the hidden positions (looked up first, with the pass's arithmetic).
