@@ -3,8 +3,7 @@ r"""The tied model's last two passes as one, where its codes do not all fit in m
 After the tied model's step, attention sits on a few positions. One pass over the direction's scores
 (:func:`direction_pass`) finds its top entries and keeps as candidates every position that can still weigh after
 any admissible step, with a bound on the mass of the others; the summaries after the step then come from the
-candidates alone (:func:`after_from_candidates`), with that mass in the rounding allowance. A tied step thus reads
-the codes once at :math:`d = 10^8`.
+candidates alone (:func:`after_from_candidates`), with that mass in the rounding allowance.
 This module trusts its callers (the public entry point is :func:`xorlib.one_step`).
 """
 

@@ -1,10 +1,11 @@
-r"""The step's first pass: the start's softmax normalisers and moments, and the exact population gradient.
+r"""The step's start: the softmax normalisers and moments, and the exact population gradient (one pass, two, or none).
 
 A population step needs the start's normalisers (:func:`head_stats`) and the gradient
 (:func:`population_gradient`), two passes over the codes. Opposite heads (the split model's start) get both in
 one (:func:`start_and_gradient`); at zero queries (the tied model's start) they need no codes: every score is
 zero, and for balanced codes the pull-back of a constant vanishes (every column sums to zero), so only the two
-hidden rows remain. Sums are in the log domain (:mod:`xorlib._logsums`); the blocks come from a
+hidden rows remain. (:func:`scores`: all the scores in one pass, for moderate :math:`d`; :func:`population_loss`:
+the loss from the moments, no pass.) Sums are in the log domain (:mod:`xorlib._logsums`); the blocks come from a
 :class:`xorlib._source.CodeSource`.
 This module trusts its callers (the public entry point is :func:`xorlib.one_step`).
 """

@@ -14,8 +14,9 @@ formulas are those of :mod:`xorlib.population`.
 
 *Rounding.* :func:`log_weight_error` bounds, rigorously, the rounding of each log-weight after a step: the
 look-up scores, the exponentials, every sum in any order (:math:`\gamma_n`, Higham Thm 4.4) and the pairwise
-combination of the blocks' log-sums (:func:`xorlib._stream.after_step`; from candidates,
-:func:`xorlib._candidates.after_from_candidates` adds the mass of the positions left out).
+combination of the blocks' log-sums (used by :func:`xorlib._stream.after_step` and
+:func:`xorlib._candidates.after_from_candidates`).
+This module trusts its callers (the public entry point is :func:`xorlib.one_step`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from __future__ import annotations
 import math
 
 import torch
+
+#: The smallest exponent :func:`exp_sums` evaluates, divided by the largest power it sums (see there).
+UNDERFLOW = -680.0
 
 
 def exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 2)) -> torch.Tensor:
@@ -47,10 +51,6 @@ def exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 2
             out.append(torch.linalg.vector_norm(e.square_(), dim=-1).square_())
     scaled = torch.tensor(powers, dtype=top.dtype, device=top.device).view(-1, *[1] * top.dim()) * top
     return torch.where(empty, -torch.inf, torch.stack(out).log_() + scaled)  # all powers at once (fewer calls)
-
-
-#: The smallest exponent :func:`exp_sums` evaluates, divided by the largest power it sums (see there).
-UNDERFLOW = -680.0
 
 
 class LogSums:

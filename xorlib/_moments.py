@@ -2,7 +2,7 @@ r"""The closed-form pieces of the population loss and its gradient, on blocks of
 
 The formulas are documented in :mod:`xorlib.population`; here they are written on blocks of
 positions plus a few global scalars (:class:`Moments`), so that :mod:`xorlib.population` applies
-them to whole weight vectors and :mod:`xorlib._stream` streams them over :math:`d = 10^8`
+them to whole weight vectors and :mod:`xorlib._gradient` streams them over :math:`d = 10^8`
 positions, with the same functions. :class:`Objective` is the named result both return.
 """
 

@@ -1,7 +1,8 @@
 r"""Packed sign codes: balancing a block by pairing rows, and the products :math:`Pq`, :math:`P^\top w` from packed bits.
 
-Internal to :mod:`xorlib.codes`, :mod:`xorlib._source` and the passes (:mod:`xorlib._stream`), which document the
-construction and the passes; these functions trust their callers.
+Internal to :mod:`xorlib.codes`, :mod:`xorlib._source` and the passes (:mod:`xorlib._gradient`,
+:mod:`xorlib._stream`, :mod:`xorlib._candidates`), which document the construction and the passes; these functions
+trust their callers.
 
 *Scores.* For each group of eight coordinates a 256-entry table holds the partial sums of a query over
 every bit pattern (:func:`lookup_tables`), so a score is :math:`\lceil M/8\rceil` look-ups and additions;

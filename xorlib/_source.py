@@ -1,8 +1,7 @@
 r"""Where a pass's blocks come from: the codes kept in memory as far as a budget allows, the rest drawn again.
 
-Every quantity the one-step learner needs is a sum or a top-:math:`k` over positions, accumulated block by block
-(:mod:`xorlib._gradient`, :mod:`xorlib._stream`, :mod:`xorlib._candidates`). A :class:`CodeSource` hands every
-pass the same blocks (they depend only on the seed): kept, packed, from the first pass for the others as far as
+The passes (:mod:`xorlib._gradient`, :mod:`xorlib._stream`, :mod:`xorlib._candidates`) read the codes block by
+block. A :class:`CodeSource` hands every pass the same blocks (they depend only on the seed): kept, packed, from the first pass for the others as far as
 :data:`KEEP_CODES_BYTES` allows, regenerated from their seed otherwise. Balanced blocks that do not all fit are
 kept as the half of their bytes that determines the rest (up to :data:`HALVES_FACTOR` times
 :data:`KEEP_CODES_BYTES`: 86 % of them at :math:`d = 10^8`). On the CPU, where the package's C loops were built

@@ -4,16 +4,17 @@ r"""Streamed passes over the positions: the population step and its certificate 
 direction's top entries (:func:`top_scores`) and the summaries after the step (:func:`after_step`), each a sum
 or a top-:math:`k` over positions, accumulated block by block as a :class:`xorlib._source.CodeSource` hands the
 blocks over. Where the tied model's codes do not all fit in memory, its last two passes are one
-(:mod:`xorlib._candidates`): the positions that can matter after the step are few. So a split step reads the
-codes three times and a tied one once, at :math:`d = 10^8`. Equal heads are computed once and opposite ones read
-off each other exactly (:class:`xorlib._packed.Lookup`); a single step size is scored as the stepped queries
-:math:`q + \kappa\delta` themselves (one look-up per head, the scores of the queries the step reports). The split
-step's second pass, for the direction's top entries, sums every position's score over the first four sevenths of
-the groups only and completes the few whose partial sum can still reach the top (:func:`top_scores`: the same
-additions, the same values).
+(:mod:`xorlib._candidates`). So a split step reads the codes three times and a tied one once, at
+:math:`d = 10^8`. Equal heads are computed once and opposite ones read off each other exactly
+(:class:`xorlib._packed.Lookup`); a single step size is scored as the stepped queries :math:`q + \kappa\delta`
+themselves (one look-up per head, the scores of the queries the step reports). The split step's second pass, for
+the direction's top entries, sums every position's score over the first four sevenths of the groups only and
+completes the few whose partial sum can still reach the top (:func:`top_scores`: the same additions, the same
+values).
 
 *Rounding.* :func:`after_step`'s ``log_error`` is a rigorous bound
-(:func:`xorlib._logsums.log_weight_error`) on the rounding of each log-weight.
+(:func:`xorlib._logsums.log_weight_error`) on the rounding of each log-weight; :func:`pair_deviations` reads the
+certificate's deviations at the pair off the log-weights.
 This module trusts its callers (the public entry point is :func:`xorlib.one_step`).
 """
 

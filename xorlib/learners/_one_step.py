@@ -20,7 +20,8 @@ Step-size rules, none of which knows the hidden pair:
   lattice step, from :math:`d`, the lattice step and :math:`\varepsilon` only;
 * a number: that sharpness :math:`\kappa`.
 
-The population step streams over the positions (:mod:`xorlib._stream`): memory
+The population step streams over the positions (:mod:`xorlib._gradient`, :mod:`xorlib._stream`,
+:mod:`xorlib._candidates`; the blocks from :mod:`xorlib._source`): memory
 :math:`O(\text{block}\cdot m)` whatever :math:`d`, the codes regenerated from their
 seed in every pass (or kept, packed: up to 256 MiB whole, or up to 576 MiB as the half of each balanced
 block's bytes that determines the rest) and never unpacked to floats; at :math:`d = 10^8` a split step reads them three times and a tied step once. The reported worst case is
