@@ -1,14 +1,16 @@
 r"""The package's compiled inner loops (``xorlib/_loops.c``), called through :mod:`ctypes`, and whether they were built.
 
-Written in :mod:`xorlib._packed` and :mod:`xorlib.learners._authors_core` as tensor calls (a gather and an
-addition per group, a scatter per block, a Python loop per column), each is here one C loop that reads the bytes
-``(groups, rows)`` (uint8) directly. The arithmetic is the same, in the same order, so the results are the same
+Written in :mod:`xorlib._packed`, :mod:`xorlib._stream` and :mod:`xorlib.learners._authors_core` as tensor
+calls (a gather and an addition per group, a scatter per block, a Python loop per column), each is here one C loop
+that reads the bytes ``(groups, rows)`` (uint8) directly. The arithmetic is the same, in the same order, so the results are the same
 bit for bit (``tests/core/test_kernels.py``):
 
 * a score is :math:`S_{g_0}[b_{g_0}] + S_{g_0+1}[b_{g_0+1}] + \dots`, added in group order, as
   :meth:`xorlib._packed.Lookup.distinct_scores` adds it (the authors' soft counts likewise, in float32);
 * a histogram bin adds its weights one at a time in the order of the rows, as ``scatter_add_`` and
   ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient);
+* the screen of partial scores (:func:`xorlib._stream.top_scores`) does, row by row, the additions and
+  comparisons of its tensor calls, and keeps the rows in order as ``nonzero`` does;
 * the codes' transposition, pairing, halves and wholes are byte copies and flips
   (:func:`xorlib._packed.paired_columns`, :func:`xorlib._packed.whole_columns`...).
 
@@ -28,7 +30,7 @@ import torch
 
 __all__ = [
     "AVAILABLE", "count_histogram", "count_sums", "half_columns", "histogram", "lookup_sums", "pair_columns",
-    "takes_bytes", "transpose", "whole_columns",
+    "screen", "takes_bytes", "transpose", "whole_columns",
 ]  # fmt: skip
 
 
@@ -45,6 +47,8 @@ def _load() -> ctypes.CDLL | None:
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     library.xorlib_lookup_sums.argtypes = [pointer, i64, i64, pointer, i64, i64, i64, pointer, i64, i64, ctypes.c_int]
     library.xorlib_lookup_sums.restype = None
+    library.xorlib_screen.argtypes = [pointer, i64, i64, i64, pointer, pointer, pointer, pointer, pointer]
+    library.xorlib_screen.restype = i64
     library.xorlib_histogram.argtypes = [pointer, i64, i64, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_histogram.restype = None
     library.xorlib_histogram_rows.argtypes = []
@@ -94,6 +98,37 @@ def lookup_sums(tables: torch.Tensor, index: torch.Tensor, out: torch.Tensor, fi
         tables.data_ptr(), slots, table_groups, index.data_ptr(), groups, rows, index.stride(0),
         out.data_ptr(), out.stride(0), first_group, int(fresh),
     )  # fmt: skip
+
+
+def screen(
+    partial: torch.Tensor,
+    slots: list[int],
+    negate: list[bool],
+    offsets: list[float],
+    thresholds: list[float],
+    out: torch.Tensor,
+) -> torch.Tensor:
+    r"""The rows that a partial score can still take to the top, in order: a view of ``out`` (int64).
+
+    Row :math:`r` is found where some head :math:`h` (one or two) has :math:`b_h \ge \text{thresholds}_h`, with
+    :math:`b_h = p_{s_h r} + \text{offsets}_h`, or :math:`\text{offsets}_h - p_{s_h r}` for a negated head
+    (``partial`` ``(slots, rows)`` float64, rows contiguous): the additions and comparisons of the tensor calls
+    of :func:`xorlib._stream.top_scores`.
+    """
+    heads, rows = len(slots), partial.shape[1]
+    if not (heads in (1, 2) and len(negate) == len(offsets) == len(thresholds) == heads):
+        raise ValueError("screen takes one or two heads, each with a slot, a sign, an offset and a threshold")
+    if not (partial.dtype == torch.float64 and partial.stride(-1) == 1 and partial.device.type == "cpu"):
+        raise ValueError("screen takes float64 partial scores on the CPU, each row contiguous")
+    if not (out.dtype == torch.int64 and out.is_contiguous() and out.numel() >= rows):
+        raise ValueError(f"screen writes up to {rows} rows into a contiguous int64 out")
+    as_int = torch.tensor([*slots, *map(int, negate)], dtype=torch.int64)
+    as_float = torch.tensor([*offsets, *thresholds], dtype=torch.float64)
+    found = _LIBRARY.xorlib_screen(
+        partial.data_ptr(), partial.stride(0), rows, heads, as_int.data_ptr(), as_int[heads:].data_ptr(),
+        as_float.data_ptr(), as_float[heads:].data_ptr(), out.data_ptr(),
+    )  # fmt: skip
+    return out[:found]
 
 
 def histogram(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) -> None:

@@ -1,12 +1,13 @@
 /* The package's inner loops in C, called through ctypes by xorlib/_kernels.py: the streamed one
- * step's look-up sums and byte histograms on packed codes, the codes' transposition and pairing
- * (xorlib/_packed.py), and the authors' model's soft counts and their histogram
+ * step's look-up sums, screen of partial scores and byte histograms on packed codes, the codes'
+ * transposition and pairing (xorlib/_packed.py), and the authors' model's soft counts and their histogram
  * (xorlib/learners/_authors_core.py).
  *
  * Each does the arithmetic of the tensor calls it replaces, in the same order, so the results are the
- * same bit for bit (tests/core/test_kernels.py): additions only (no multiply that a compiler could fuse
- * into a multiply-add), and byte copies. What the loops change is how memory is read: eight bytes as one
- * word, running sums in registers, a tile of weights that stays in the first-level cache.
+ * same bit for bit (tests/core/test_kernels.py): additions and comparisons only (no multiply that a
+ * compiler could fuse into a multiply-add), and byte copies. What the loops change is how memory is
+ * read: eight bytes as one word, running sums in registers, a tile of weights that stays in the
+ * first-level cache, several tensor calls' passes in one.
  * Arrays come C-contiguous, but for byte indices with a row stride.
  * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run.
  * Plain C, no Python headers: the file is only ever loaded by ctypes, never imported.
@@ -121,6 +122,39 @@ void xorlib_lookup_sums(const double *tables, int64_t slots, int64_t table_group
     if (slot < slots)
         lookup_one(tables + (slot * table_groups + first_group) * 256, index, groups, rows, index_stride,
                    out + slot * out_stride, fresh);
+}
+
+/* The screen of a row by one head: its partial score plus the most the other groups can add (p + offset), or,
+ * for a negated query, minus its partial score plus the most (offset - p): one addition, as the tensor calls. */
+static inline __attribute__((always_inline)) double screen_bound(double p, double offset, int negate) {
+    return negate ? offset - p : p + offset;
+}
+
+static inline __attribute__((always_inline)) int64_t screen_rows(const double *p0, const double *p1, double o0,
+                                                                 double o1, double t0, double t1, int negate0,
+                                                                 int negate1, int64_t rows, int64_t *out) {
+    int64_t found = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+        int hit = (screen_bound(p0[row], o0, negate0) >= t0) | (screen_bound(p1[row], o1, negate1) >= t1);
+        out[found] = row; /* written always, kept where hit: no branch */
+        found += hit;
+    }
+    return found;
+}
+
+/* The rows r (in order, into out) where some head h has bound_h(partial[slot_h, r]) >= threshold_h, for one or
+ * two heads (a negated head: negate_h); returns how many. The rows a partial score can still take to the top
+ * (xorlib/_stream.py, top_scores), with the tensor calls' additions and comparisons. */
+int64_t xorlib_screen(const double *partial, int64_t stride, int64_t rows, int64_t heads, const int64_t *slots,
+                      const int64_t *negate, const double *offsets, const double *thresholds, int64_t *out) {
+    int64_t second = heads > 1 ? 1 : 0; /* one head: its test twice */
+    const double *p0 = partial + slots[0] * stride, *p1 = partial + slots[second] * stride;
+    double o0 = offsets[0], o1 = offsets[second], t0 = thresholds[0], t1 = thresholds[second];
+    int n0 = negate[0] != 0, n1 = negate[second] != 0;
+    if (!n0 && !n1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 0, rows, out);
+    if (!n0 && n1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 1, rows, out);
+    if (n0 && !n1) return screen_rows(p0, p1, o0, o1, t0, t1, 1, 0, rows, out);
+    return screen_rows(p0, p1, o0, o1, t0, t1, 1, 1, rows, out);
 }
 
 /* Rows of weights histogrammed together: two columns of this many doubles, interleaved, stay in the

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import _kernels as kernels
 from ._logsums import LogSums, exp_sums, log_weight_error
 from ._moments import Deviations, OffPair
 from ._packed import BlockView, Lookup
@@ -53,7 +54,7 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         blocks = screened(first)
     else:
         blocks = ((view, None) for view in views())
-    bounds = upper = hits = None
+    bounds = scratch = None
     for view, rest in blocks:
         if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = merge_top(best_values, best_index, lookup(view), view.start, k)
@@ -67,26 +68,50 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
         if best_values.shape[-1] < k:  # every row is completed
             columns = torch.arange(partial.shape[1], device=partial.device)
         else:
-            if upper is None or upper.shape[0] < partial.shape[1]:  # reused from block to block
-                upper = torch.empty(partial.shape[1], dtype=partial.dtype, device=partial.device)
-                hits = torch.empty((2, partial.shape[1]), dtype=torch.bool, device=partial.device)
-            bound, reach, hit = upper[: partial.shape[1]], hits[0, : partial.shape[1]], hits[1, : partial.shape[1]]
+            if scratch is None or scratch.rows < partial.shape[1]:  # reused from block to block
+                scratch = _Screen(partial.shape[1], partial.dtype, partial.device)
+            # a head's score is at most its partial score plus the most the other groups add, offset_h; a negated
+            # query's is minus the slot's, at most offset_h - partial with offset_h = -low
+            offsets = [float(high[slot, first]) if sign > 0 else -float(low[slot, first]) for slot, sign in lookup.plan]
             thresholds = (best_values[:, -1] - slack).tolist()  # the same doubles as 0-d tensors, fewer calls
-            for head, (slot, sign) in enumerate(lookup.plan):
-                if sign > 0:
-                    torch.add(partial[slot], float(high[slot, first]), out=bound)
-                else:  # the negated query's score is minus the slot's, at most -(partial + low)
-                    torch.sub(-float(low[slot, first]), partial[slot], out=bound)
-                torch.ge(bound, thresholds[head], out=reach if head == 0 else hit)
-                if head:
-                    reach.logical_or_(hit)
-            columns = reach.nonzero().squeeze(1)
+            columns = scratch.reaching(partial, lookup.plan, offsets, thresholds)
         if columns.numel():
             index = None if rest is None else rest(columns)
             found = lookup.finish(partial[:, columns], view, columns, first, index)
             found = found if lookup.identity else lookup.assemble(found)
             best_values, best_index = merge_top(best_values, best_index, found, view.start, k, columns)
     return best_values, best_index
+
+
+class _Screen:
+    """:func:`top_scores`'s screen of a block's partial scores, in buffers reused from block to block."""
+
+    def __init__(self, rows: int, dtype: torch.dtype, device: torch.device) -> None:
+        self.rows = rows
+        self.bound = torch.empty(rows, dtype=dtype, device=device)
+        self.hits = torch.empty((2, rows), dtype=torch.bool, device=device)
+        self.found = torch.empty(rows, dtype=torch.long, device=device)
+
+    def reaching(
+        self, partial: torch.Tensor, plan: list[tuple[int, int]], offsets: list[float], thresholds: list[float]
+    ) -> torch.Tensor:
+        """The rows where some head's bound, ``partial[slot] + offset`` (``offset - partial[slot]`` for a negated
+        query), reaches its threshold: one compiled loop (:func:`xorlib._kernels.screen`) where the loops were
+        built, else the same additions and comparisons as tensor calls."""
+        slots, negate = [slot for slot, _ in plan], [sign < 0 for _, sign in plan]
+        if kernels.AVAILABLE and partial.device.type == "cpu" and partial.stride(-1) == 1:
+            return kernels.screen(partial, slots, negate, offsets, thresholds, self.found)
+        rows = partial.shape[1]
+        bound, reach, hit = self.bound[:rows], self.hits[0, :rows], self.hits[1, :rows]
+        for head, (slot, negated) in enumerate(zip(slots, negate, strict=True)):
+            if negated:
+                torch.sub(offsets[head], partial[slot], out=bound)
+            else:
+                torch.add(partial[slot], offsets[head], out=bound)
+            torch.ge(bound, thresholds[head], out=reach if head == 0 else hit)
+            if head:
+                reach.logical_or_(hit)
+        return reach.nonzero().squeeze(1)
 
 
 def merge_top(

@@ -164,6 +164,31 @@ def test_the_transpose_writes_the_columns_asked_for_and_nothing_else(rows: int, 
 
 
 @needs_loops
+@pytest.mark.parametrize(
+    "plan", [[(0, 1)], [(0, -1)], [(0, 1), (1, 1)], [(0, 1), (1, -1)], [(1, -1), (0, 1)], [(0, -1), (0, -1)]]
+)
+@pytest.mark.parametrize("rows", [1, 7, 4099])
+def test_the_screen_finds_the_rows_of_the_tensor_calls(plan: list[tuple[int, int]], rows: int, monkeypatch) -> None:
+    """One loop for the additions, comparisons, or and nonzero of top_scores's screen: the same rows, also where a
+    bound equals its threshold exactly, and with thresholds that take every row or none."""
+    from xorlib._stream import _Screen
+
+    gen = torch.Generator().manual_seed(rows + len(plan))
+    partial = torch.randint(-40, 40, (2, rows), generator=gen).double() / 8  # exact sums: ties with the thresholds
+    offsets = [0.5 if sign > 0 else 1.25 for _, sign in plan]
+    for thresholds in ([2.5, 1.0], [0.0, 6.0], [-torch.inf, torch.inf], [torch.inf, torch.inf], [-3.75, -torch.inf]):
+        screen = _Screen(rows, torch.float64, torch.device("cpu"))
+        compiled = screen.reaching(partial, plan, offsets, thresholds[: len(plan)]).clone()
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernels, "AVAILABLE", False)
+            tensors = screen.reaching(partial, plan, offsets, thresholds[: len(plan)])
+        assert torch.equal(compiled, tensors), (plan, thresholds)
+    assert 0 < tensors.numel() or rows == 1
+    with pytest.raises(ValueError, match="one or two heads"):
+        _kernels.screen(partial, [0, 1, 1], [False] * 3, [0.0] * 3, [0.0] * 3, screen.found)
+
+
+@needs_loops
 @pytest.mark.parametrize(("d", "k", "epochs"), [(8, 2, 30), (16, 2, 20), (21, 3, 10), (32, 2, 5)])
 def test_the_authors_model_trains_the_same_with_the_loops(d: int, k: int, epochs: int, monkeypatch) -> None:
     from xorlib.learners._authors import AuthorsConfig, train_authors
