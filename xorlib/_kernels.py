@@ -29,7 +29,7 @@ import warnings
 import torch
 
 __all__ = [
-    "AVAILABLE", "count_histogram", "count_sums", "half_columns", "histogram", "lookup_sums", "pair_columns",
+    "AVAILABLE", "count_histogram", "count_sums", "half_column_bytes", "half_columns", "histogram", "lookup_sums", "pair_columns",
     "screen", "takes_bytes", "transpose", "whole_columns",
 ]  # fmt: skip
 
@@ -57,11 +57,14 @@ def _load() -> ctypes.CDLL | None:
     library.xorlib_pair_columns.argtypes = [pointer, i64, i64, i64, pointer]
     library.xorlib_half_columns.argtypes = [pointer, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_whole_columns.argtypes = [pointer, i64, pointer, i64, i64, ctypes.c_uint8, i64, pointer, i64]
+    library.xorlib_half_column_bytes.argtypes = [
+        pointer, i64, pointer, i64, i64, i64, ctypes.c_uint8, i64, pointer, i64, pointer,
+    ]  # fmt: skip
     library.xorlib_count_sums.argtypes = [pointer, i64, i64, pointer, i64, pointer]
     library.xorlib_count_histogram.argtypes = [pointer, i64, i64, pointer, i64, pointer]
     for name in (
         "xorlib_transpose", "xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns", "xorlib_count_sums",
-        "xorlib_count_histogram",
+        "xorlib_count_histogram", "xorlib_half_column_bytes",
     ):  # fmt: skip
         getattr(library, name).restype = None
     return library
@@ -189,6 +192,24 @@ def whole_columns(halves: torch.Tensor, mu: torch.Tensor, groups: int, last_flip
         halves.data_ptr(), halves.stride(0), mu.data_ptr(), groups, halves.shape[0] - 1, last_flip, out.shape[1],
         out.data_ptr(), out.stride(0),
     )  # fmt: skip
+
+
+def half_column_bytes(
+    halves: torch.Tensor, mu: torch.Tensor, first: int, last_flip: int, rows: int, columns: torch.Tensor
+) -> torch.Tensor:
+    """:func:`xorlib._packed.half_column_bytes`: the bytes ``(groups - first, n)`` at rows ``columns`` (int64).
+
+    ``halves`` ``(groups, rows / 2)``; its last group flips by ``last_flip``, the others by 255.
+    """
+    _check_bytes(halves)
+    mu, columns = _int64(mu), _int64(columns)
+    groups, n = halves.shape[0], columns.numel()
+    out = torch.empty(max(groups - first, 0), n, dtype=torch.uint8)
+    _LIBRARY.xorlib_half_column_bytes(
+        halves.data_ptr(), halves.stride(0), mu.data_ptr(), first, groups, groups - 1, last_flip, rows,
+        columns.data_ptr(), n, out.data_ptr(),
+    )  # fmt: skip
+    return out
 
 
 def count_sums(tables: torch.Tensor, bytes_: torch.Tensor) -> torch.Tensor:

@@ -316,6 +316,29 @@ void xorlib_half_columns(const uint8_t *columns, int64_t stride, const int64_t *
     }
 }
 
+/* The bytes at rows `columns` of the paired columns from `first` on, read off their halves
+ * (xorlib._packed.half_column_bytes): row c takes the byte of its partner (mu - c) mod rows, flipped,
+ * where the partner comes first; a run's first half is kept at rows [0, (mu + 1) / 2) and after them.
+ * out is (groups - first, n), contiguous; group `last` flips by `last_flip`, the others by 255. */
+void xorlib_half_column_bytes(const uint8_t *halves, int64_t halves_stride, const int64_t *mu,
+                              int64_t first, int64_t groups, int64_t last, uint8_t last_flip,
+                              int64_t rows, const int64_t *columns, int64_t n, uint8_t *out) {
+    for (int64_t group = first; group < groups; ++group) {
+        const uint8_t *half = halves + group * halves_stride;
+        uint8_t *found = out + (group - first) * n;
+        uint8_t flip = group == last ? last_flip : 255;
+        int64_t m = mu[group];
+        for (int64_t i = 0; i < n; ++i) {
+            int64_t row = columns[i], partner = (m - row) % rows;
+            if (partner < 0) partner += rows;
+            int flipped = row > partner;
+            int64_t source = flipped ? partner : row;
+            int64_t position = source <= m ? source : source - (m + 1) / 2;
+            found[i] = half[position] ^ (flipped ? flip : 0);
+        }
+    }
+}
+
 /* The paired columns from their halves (xorlib._packed.whole_columns); group `last`
  * flips by `last_flip`, the mask of its used bits, the others by 255. */
 void xorlib_whole_columns(const uint8_t *halves, int64_t halves_stride, const int64_t *mu,

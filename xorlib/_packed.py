@@ -519,6 +519,8 @@ def half_column_bytes(
     halves: torch.Tensor, mu: torch.Tensor, main: int, rows: int, columns: torch.Tensor, first: int
 ) -> torch.Tensor:
     """The bytes ``(groups - first, n)`` of :func:`whole_columns` at rows ``columns`` of the groups from ``first`` on."""
+    if kernels.takes_bytes(halves):
+        return kernels.half_column_bytes(halves, mu, first, used_bits(main), rows, columns)
     total = halves.shape[0]
     mu = mu[first:].unsqueeze(1)
     source, flipped = _mirrored(mu, columns, rows)

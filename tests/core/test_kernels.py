@@ -164,6 +164,26 @@ def test_the_transpose_writes_the_columns_asked_for_and_nothing_else(rows: int, 
 
 
 @needs_loops
+@pytest.mark.parametrize(("rows", "main", "first"), [(2**14 + 6, 107, 8), (1000, 13, 0), (18, 16, 1), (2, 8, 0)])
+def test_bytes_read_off_the_halves_are_those_of_the_tensor_calls(rows: int, main: int, first: int, monkeypatch) -> None:
+    """The bytes at some rows of paired columns, read off their halves: every row of a small block, partners on
+    both sides of each run, the last group's mask of used bits."""
+    from xorlib import _packed
+
+    groups = -(-main // 8)
+    gen = torch.Generator().manual_seed(rows + main)
+    halves = _bytes(groups, rows // 2, seed=rows + first, stride=rows // 2 + 3)
+    mu = 2 * torch.randint(0, rows // 2, (groups,), generator=gen) + 1
+    mu[0] = rows - 1  # one run covers the column
+    columns = torch.randperm(rows, generator=gen)[: min(rows, 777)]
+    compiled = _packed.half_column_bytes(halves, mu, main, rows, columns, first)
+    with monkeypatch.context() as patch:
+        patch.setattr(_kernels, "AVAILABLE", False)
+        tensors = _packed.half_column_bytes(halves, mu, main, rows, columns, first)
+    assert compiled.dtype == tensors.dtype == torch.uint8 and torch.equal(compiled, tensors)
+
+
+@needs_loops
 @pytest.mark.parametrize(
     "plan", [[(0, 1)], [(0, -1)], [(0, 1), (1, 1)], [(0, 1), (1, -1)], [(1, -1), (0, 1)], [(0, -1), (0, -1)]]
 )
