@@ -47,7 +47,8 @@ def _load() -> ctypes.CDLL | None:
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     library.xorlib_lookup_sums.argtypes = [pointer, i64, i64, pointer, i64, i64, i64, pointer, i64, i64, ctypes.c_int]
     library.xorlib_lookup_sums.restype = None
-    library.xorlib_screen.argtypes = [pointer, i64, i64, i64, pointer, pointer, pointer, pointer, pointer]
+    double, flag = ctypes.c_double, ctypes.c_int
+    library.xorlib_screen.argtypes = [pointer, i64, i64, i64, i64, flag, flag, double, double, double, double, pointer]
     library.xorlib_screen.restype = i64
     library.xorlib_histogram.argtypes = [pointer, i64, i64, i64, pointer, i64, i64, pointer, i64]
     library.xorlib_histogram.restype = None
@@ -125,11 +126,10 @@ def screen(
         raise ValueError("screen takes float64 partial scores on the CPU, each row contiguous")
     if not (out.dtype == torch.int64 and out.is_contiguous() and out.numel() >= rows):
         raise ValueError(f"screen writes up to {rows} rows into a contiguous int64 out")
-    as_int = torch.tensor([*slots, *map(int, negate)], dtype=torch.int64)
-    as_float = torch.tensor([*offsets, *thresholds], dtype=torch.float64)
+    two = [0, heads - 1]  # one head: its test twice
     found = _LIBRARY.xorlib_screen(
-        partial.data_ptr(), partial.stride(0), rows, heads, as_int.data_ptr(), as_int[heads:].data_ptr(),
-        as_float.data_ptr(), as_float[heads:].data_ptr(), out.data_ptr(),
+        partial.data_ptr(), partial.stride(0), rows, *(slots[h] for h in two), *(int(negate[h]) for h in two),
+        *(float(offsets[h]) for h in two), *(float(thresholds[h]) for h in two), out.data_ptr(),
     )  # fmt: skip
     return out[:found]
 

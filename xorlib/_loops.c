@@ -142,18 +142,15 @@ static inline __attribute__((always_inline)) int64_t screen_rows(const double *p
     return found;
 }
 
-/* The rows r (in order, into out) where some head h has bound_h(partial[slot_h, r]) >= threshold_h, for one or
- * two heads (a negated head: negate_h); returns how many. The rows a partial score can still take to the top
- * (xorlib/_stream.py, top_scores), with the tensor calls' additions and comparisons. */
-int64_t xorlib_screen(const double *partial, int64_t stride, int64_t rows, int64_t heads, const int64_t *slots,
-                      const int64_t *negate, const double *offsets, const double *thresholds, int64_t *out) {
-    int64_t second = heads > 1 ? 1 : 0; /* one head: its test twice */
-    const double *p0 = partial + slots[0] * stride, *p1 = partial + slots[second] * stride;
-    double o0 = offsets[0], o1 = offsets[second], t0 = thresholds[0], t1 = thresholds[second];
-    int n0 = negate[0] != 0, n1 = negate[second] != 0;
-    if (!n0 && !n1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 0, rows, out);
-    if (!n0 && n1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 1, rows, out);
-    if (n0 && !n1) return screen_rows(p0, p1, o0, o1, t0, t1, 1, 0, rows, out);
+/* The rows r (in order, into out) where some head h has bound_h(partial[slot_h, r]) >= threshold_h, for two
+ * heads (one head: pass it twice; a negated head: negate_h); returns how many. The rows a partial score can
+ * still take to the top (xorlib/_stream.py, top_scores), with the tensor calls' additions and comparisons. */
+int64_t xorlib_screen(const double *partial, int64_t stride, int64_t rows, int64_t slot0, int64_t slot1,
+                      int negate0, int negate1, double o0, double o1, double t0, double t1, int64_t *out) {
+    const double *p0 = partial + slot0 * stride, *p1 = partial + slot1 * stride;
+    if (!negate0 && !negate1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 0, rows, out);
+    if (!negate0 && negate1) return screen_rows(p0, p1, o0, o1, t0, t1, 0, 1, rows, out);
+    if (negate0 && !negate1) return screen_rows(p0, p1, o0, o1, t0, t1, 1, 0, rows, out);
     return screen_rows(p0, p1, o0, o1, t0, t1, 1, 1, rows, out);
 }
 
