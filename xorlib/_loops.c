@@ -314,9 +314,10 @@ void xorlib_half_columns(const uint8_t *columns, int64_t stride, const int64_t *
 }
 
 /* The bytes at rows `columns` of the paired columns from `first` on, read off their halves
- * (xorlib._packed.half_column_bytes): row c takes the byte of its partner (mu - c) mod rows, flipped,
- * where the partner comes first; a run's first half is kept at rows [0, (mu + 1) / 2) and after them.
- * out is (groups - first, n), contiguous; group `last` flips by `last_flip`, the others by 255. */
+ * (xorlib._packed.half_column_bytes): row c whose partner p = (mu - c) mod rows comes before it takes
+ * p's byte, flipped. The halves keep each run's first half, rows [0, (mu + 1) / 2) and then rows from
+ * mu + 1 on, so a kept row r > mu sits at r - (mu + 1) / 2. out is (groups - first, n), contiguous;
+ * group `last` flips by `last_flip`, the others by 255. */
 void xorlib_half_column_bytes(const uint8_t *halves, int64_t halves_stride, const int64_t *mu,
                               int64_t first, int64_t groups, int64_t last, uint8_t last_flip,
                               int64_t rows, const int64_t *columns, int64_t n, uint8_t *out) {

@@ -99,7 +99,8 @@ class _Screen:
         query), reaches its threshold: one compiled loop (:func:`xorlib._kernels.screen`) where the loops were
         built, else the same additions and comparisons as tensor calls."""
         slots, negate = [slot for slot, _ in plan], [sign < 0 for _, sign in plan]
-        if kernels.AVAILABLE and partial.device.type == "cpu" and partial.stride(-1) == 1:
+        compiled = kernels.AVAILABLE and partial.device.type == "cpu" and partial.dtype == torch.float64
+        if compiled and partial.stride(-1) == 1 and len(plan) <= 2:  # the loop takes one or two heads
             return kernels.screen(partial, slots, negate, offsets, thresholds, self.found)
         rows = partial.shape[1]
         bound, reach, hit = self.bound[:rows], self.hits[0, :rows], self.hits[1, :rows]
