@@ -34,6 +34,23 @@ __all__ = [
 ]  # fmt: skip
 
 
+_I64, _POINTER, _DOUBLE, _FLAG, _BYTE = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double, ctypes.c_int, ctypes.c_uint8
+#: Each loop of ``_loops.c``: its argument types and result type.
+_SIGNATURES = {
+    "xorlib_lookup_sums": ([_POINTER, _I64, _I64, _POINTER, _I64, _I64, _I64, _POINTER, _I64, _I64, _FLAG], None),
+    "xorlib_screen": ([_POINTER, _I64, _I64, _I64, _I64, _FLAG, _FLAG, *[_DOUBLE] * 4, _POINTER], _I64),
+    "xorlib_histogram": ([_POINTER, _I64, _I64, _I64, _POINTER, _I64, _I64, _POINTER, _I64], None),
+    "xorlib_histogram_rows": ([], _I64),
+    "xorlib_transpose": ([_POINTER, _I64, _I64, _I64, _POINTER, _I64], None),
+    "xorlib_pair_columns": ([_POINTER, _I64, _I64, _I64, _POINTER], None),
+    "xorlib_half_columns": ([_POINTER, _I64, _POINTER, _I64, _I64, _POINTER, _I64], None),
+    "xorlib_whole_columns": ([_POINTER, _I64, _POINTER, _I64, _I64, _BYTE, _I64, _POINTER, _I64], None),
+    "xorlib_half_column_bytes": ([_POINTER, _I64, _POINTER, _I64, _I64, _I64, _BYTE, _I64, _POINTER, _I64, _POINTER], None),
+    "xorlib_count_sums": ([_POINTER, _I64, _I64, _POINTER, _I64, _POINTER], None),
+    "xorlib_count_histogram": ([_POINTER, _I64, _I64, _POINTER, _I64, _POINTER], None),
+}  # fmt: skip
+
+
 def _load() -> ctypes.CDLL | None:
     """The compiled loops, from the extension module built beside this file (``None`` where it was not built)."""
     spec = importlib.util.find_spec("xorlib._loops")
@@ -44,30 +61,16 @@ def _load() -> ctypes.CDLL | None:
     except OSError as err:  # a file that does not load here (another build): the tensor calls, and say so
         warnings.warn(f"xorlib's compiled loops did not load ({err}); reinstall xorlib to rebuild them", stacklevel=2)
         return None
-    i64, pointer = ctypes.c_int64, ctypes.c_void_p
-    library.xorlib_lookup_sums.argtypes = [pointer, i64, i64, pointer, i64, i64, i64, pointer, i64, i64, ctypes.c_int]
-    library.xorlib_lookup_sums.restype = None
-    double, flag = ctypes.c_double, ctypes.c_int
-    library.xorlib_screen.argtypes = [pointer, i64, i64, i64, i64, flag, flag, double, double, double, double, pointer]
-    library.xorlib_screen.restype = i64
-    library.xorlib_histogram.argtypes = [pointer, i64, i64, i64, pointer, i64, i64, pointer, i64]
-    library.xorlib_histogram.restype = None
-    library.xorlib_histogram_rows.argtypes = []
-    library.xorlib_histogram_rows.restype = i64
-    library.xorlib_transpose.argtypes = [pointer, i64, i64, i64, pointer, i64]
-    library.xorlib_pair_columns.argtypes = [pointer, i64, i64, i64, pointer]
-    library.xorlib_half_columns.argtypes = [pointer, i64, pointer, i64, i64, pointer, i64]
-    library.xorlib_whole_columns.argtypes = [pointer, i64, pointer, i64, i64, ctypes.c_uint8, i64, pointer, i64]
-    library.xorlib_half_column_bytes.argtypes = [
-        pointer, i64, pointer, i64, i64, i64, ctypes.c_uint8, i64, pointer, i64, pointer,
-    ]  # fmt: skip
-    library.xorlib_count_sums.argtypes = [pointer, i64, i64, pointer, i64, pointer]
-    library.xorlib_count_histogram.argtypes = [pointer, i64, i64, pointer, i64, pointer]
-    for name in (
-        "xorlib_transpose", "xorlib_pair_columns", "xorlib_half_columns", "xorlib_whole_columns", "xorlib_count_sums",
-        "xorlib_count_histogram", "xorlib_half_column_bytes",
-    ):  # fmt: skip
-        getattr(library, name).restype = None
+    try:  # a library built from an older _loops.c lacks the newer loops: the tensor calls, and say so
+        for name, (arguments, result) in _SIGNATURES.items():
+            function = getattr(library, name)
+            function.argtypes, function.restype = arguments, result
+    except AttributeError as err:
+        warnings.warn(
+            f"xorlib's compiled loops are out of date ({err}); reinstall xorlib (make env) to rebuild them",
+            stacklevel=2,
+        )
+        return None
     return library
 
 

@@ -235,3 +235,23 @@ def test_a_library_that_does_not_load_leaves_the_tensor_calls_with_a_warning(tmp
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
     with pytest.warns(UserWarning, match="compiled loops did not load"):
         assert _kernels._load() is None
+
+
+@needs_loops
+def test_a_library_built_from_an_older_file_leaves_the_tensor_calls_with_a_warning(monkeypatch) -> None:
+    """A reader who pulls a newer _loops.c without rebuilding: the old library lacks a loop, and xorlib says so and
+    uses the tensor calls rather than failing at import."""
+    real = _kernels.ctypes.CDLL
+
+    class Older:
+        def __init__(self, path: str) -> None:
+            self.library = real(path)
+
+        def __getattr__(self, name: str):
+            if name == "xorlib_screen":
+                raise AttributeError(f"undefined symbol: {name}")
+            return getattr(self.library, name)
+
+    monkeypatch.setattr(_kernels.ctypes, "CDLL", Older)
+    with pytest.warns(UserWarning, match="out of date .*xorlib_screen.*make env"):
+        assert _kernels._load() is None
