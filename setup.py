@@ -1,9 +1,19 @@
-"""The one compiled part of xorlib: two inner loops of the streamed passes (xorlib/_loops.c), optional.
+"""The one compiled part of xorlib: the inner loops of the streamed passes (xorlib/_loops.c), optional.
 
 Everything else is in pyproject.toml. Where a C compiler is missing the build skips the extension
-(``optional=True``) and xorlib runs the same arithmetic as tensor calls (xorlib/_kernels.py).
+(``optional=True``) and xorlib runs the same arithmetic as tensor calls (xorlib/_kernels.py). The library
+records the digest of the source it was built from (``XORLIB_SOURCE``), so that xorlib can tell a library
+built from an older ``_loops.c`` (a pull without a rebuild) and use the tensor calls instead of calling it.
 """
+
+import hashlib
+from pathlib import Path
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("xorlib._loops", ["xorlib/_loops.c"], optional=True)])
+SOURCE = "xorlib/_loops.c"
+DIGEST = hashlib.sha256((Path(__file__).resolve().parent / SOURCE).read_bytes()).hexdigest()[:16]
+
+setup(
+    ext_modules=[Extension("xorlib._loops", [SOURCE], define_macros=[("XORLIB_SOURCE", f'"{DIGEST}"')], optional=True)]
+)

@@ -16,15 +16,18 @@ bit for bit (``tests/core/test_kernels.py``):
 
 The loops are an optional extension module, built with the package (``setup.py``) wherever a C compiler is at
 hand; :data:`AVAILABLE` says whether it was built, and the callers use the tensor calls where it was not (and on
-other devices). Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row
+other devices). It records the digest of the ``_loops.c`` it was built from (``setup.py``): a library built from
+another one (a pull without a rebuild, whose loops may take other arguments) is not called, and a warning says so. Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row
 contiguous); the wrappers check dtypes and layout, not sizes.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
 import warnings
+from pathlib import Path
 
 import torch
 
@@ -61,17 +64,28 @@ def _load() -> ctypes.CDLL | None:
     except OSError as err:  # a file that does not load here (another build): the tensor calls, and say so
         warnings.warn(f"xorlib's compiled loops did not load ({err}); reinstall xorlib to rebuild them", stacklevel=2)
         return None
-    try:  # a library built from an older _loops.c lacks the newer loops: the tensor calls, and say so
+    try:  # a library built from another _loops.c (a pull without a rebuild): the tensor calls, and say so
+        built_from = library.xorlib_source
+        built_from.argtypes, built_from.restype = [], ctypes.c_char_p
+        stale = _source_digest() not in (None, built_from().decode())
         for name, (arguments, result) in _SIGNATURES.items():
             function = getattr(library, name)
             function.argtypes, function.restype = arguments, result
-    except AttributeError as err:
+    except AttributeError:  # older still: a loop, or the digest, is missing
+        stale = True
+    if stale:
         warnings.warn(
-            f"xorlib's compiled loops are out of date ({err}); reinstall xorlib (make env) to rebuild them",
+            "xorlib's compiled loops were built from another _loops.c; reinstall xorlib (make env) to rebuild them",
             stacklevel=2,
         )
         return None
     return library
+
+
+def _source_digest() -> str | None:
+    """What setup.py records of the ``_loops.c`` beside this file (``None`` where the source is not installed)."""
+    source = Path(__file__).with_name("_loops.c")
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:16] if source.is_file() else None
 
 
 #: Rows of weights the compiled histogram takes at a time (``HISTOGRAM_ROWS`` in ``_loops.c``): two columns of

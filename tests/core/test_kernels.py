@@ -26,7 +26,9 @@ def test_the_loops_are_built_wherever_a_c_compiler_is_at_hand() -> None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}): the tensor calls run instead")
-    assert _kernels.AVAILABLE, "the extension xorlib._loops is missing: reinstall the package (make env)"
+    assert _kernels.AVAILABLE, (
+        "xorlib._loops is missing or built from another _loops.c: reinstall the package (make env)"
+    )
 
 
 @needs_loops
@@ -253,5 +255,16 @@ def test_a_library_built_from_an_older_file_leaves_the_tensor_calls_with_a_warni
             return getattr(self.library, name)
 
     monkeypatch.setattr(_kernels.ctypes, "CDLL", Older)
-    with pytest.warns(UserWarning, match="out of date .*xorlib_screen.*make env"):
+    with pytest.warns(UserWarning, match="built from another _loops.c.*make env"):
         assert _kernels._load() is None
+
+
+@needs_loops
+def test_a_library_built_from_another_source_is_not_called(monkeypatch) -> None:
+    """Every loop present but the source changed since the build (a signature may have changed): not called."""
+    assert _kernels._LIBRARY.xorlib_source().decode() == _kernels._source_digest()
+    monkeypatch.setattr(_kernels, "_source_digest", lambda: "0" * 16)
+    with pytest.warns(UserWarning, match="built from another _loops.c"):
+        assert _kernels._load() is None
+    monkeypatch.setattr(_kernels, "_source_digest", lambda: None)  # no source beside the package (a wheel)
+    assert _kernels._load() is not None
