@@ -88,6 +88,27 @@ def test_histograms_over_several_blocks_equal_the_tensor_calls(columns: int, m: 
     assert torch.equal(compiled.result(), tensors.result())
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_two_columns_as_one_complex_histogram_are_the_separate_histograms(compiled: bool, monkeypatch) -> None:
+    """Chapter 11: a pair of weight columns histogrammed as complex weights gives each column's bins bit for bit as
+    a real scatter of that column alone, over several blocks (each bin adds its weights in row order)."""
+    if compiled and not _kernels.AVAILABLE:
+        pytest.skip("the compiled loops were not built")
+    monkeypatch.setattr(_kernels, "AVAILABLE", compiled and _kernels.AVAILABLE)
+    m, rows = 45, 3000
+    groups = -(-m // 8)
+    gen = torch.Generator().manual_seed(7)
+    pull = Pull(2, m, torch.zeros(1, dtype=torch.float64))
+    alone = torch.zeros(2, groups, 256, dtype=torch.float64)
+    for block in range(3):
+        index = _bytes(groups, rows, seed=block)
+        weights = torch.randn(2, rows, dtype=torch.float64, generator=gen).exp()
+        pull.add(_view(index if compiled else index.to(torch.int32), m), weights)
+        for column in range(2):
+            alone[column].scatter_add_(1, index.long(), weights[column].expand(groups, -1))
+    assert torch.equal(pull.pairs[0].real, alone[0]) and torch.equal(pull.pairs[0].imag, alone[1])
+
+
 def _same(a, b) -> bool:
     """Exact equality of results: tensors, floats (as their bits), dataclasses and tuples of them."""
     if isinstance(a, torch.Tensor):
