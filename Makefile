@@ -2,7 +2,8 @@
 #   make book   build the whole executed book into _build/html (creates .venv first)
 #   make test   lint, unit tests, the executed book (warnings are errors), its PDF, and checks on the built book
 # Everything runs inside .venv, created here from the pinned requirements.txt (--no-compile: Python compiles only the
-# modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less).
+# modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less). The
+# package itself builds with the pinned setuptools of the venv (--no-build-isolation: no second environment).
 
 PYTHON ?= python3
 # Python writes each module's bytecode (__pycache__) on first import, also where the environment sets
@@ -26,9 +27,9 @@ JB_BUILD := $(ONE_THREAD) XORLIB_BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python tools/jb_b
 
 $(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"  # the newest pip installs the requirements faster
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	$(BIN)/python binder/lab_setup.py >/dev/null  # the kernel named as the chapters name it, before any build
 	touch $(STAMP)
 
