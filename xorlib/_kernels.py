@@ -2,8 +2,8 @@ r"""The package's compiled inner loops (``xorlib/_loops.c``), called through :mo
 
 Written in :mod:`xorlib._packed`, :mod:`xorlib._stream` and :mod:`xorlib.learners._authors_core` as tensor
 calls (a gather and an addition per group, a scatter per block, a Python loop per column), each is here one C loop
-that reads the bytes ``(groups, rows)`` (uint8) directly. The arithmetic is the same, in the same order, so the results are the same
-bit for bit (``tests/core/test_kernels.py``):
+that reads the bytes ``(groups, rows)`` (uint8) directly. The arithmetic is the same, in the same order, so the
+results are the same bit for bit (``tests/core/test_kernels.py``):
 
 * a score is :math:`S_{g_0}[b_{g_0}] + S_{g_0+1}[b_{g_0+1}] + \dots`, added in group order, as
   :meth:`xorlib._packed.Lookup.distinct_scores` adds it (the authors' soft counts likewise, in float32);
@@ -17,8 +17,9 @@ bit for bit (``tests/core/test_kernels.py``):
 The loops are an optional extension module, built with the package (``setup.py``) wherever a C compiler is at
 hand; :data:`AVAILABLE` says whether it was built, and the callers use the tensor calls where it was not (and on
 other devices). It records the digest of the ``_loops.c`` it was built from (``setup.py``): a library built from
-another one (a pull without a rebuild, whose loops may take other arguments) is not called, and a warning says so. Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row
-contiguous); the wrappers check dtypes and layout, not sizes.
+another one (a pull without a rebuild, whose loops may take other arguments) is not called, and a warning says so.
+Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row contiguous); the
+wrappers check dtypes and layout, not sizes.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from pathlib import Path
 import torch
 
 __all__ = [
-    "AVAILABLE", "count_histogram", "count_sums", "half_column_bytes", "half_columns", "histogram", "lookup_sums", "pair_columns",
-    "screen", "takes_bytes", "transpose", "whole_columns",
+    "AVAILABLE", "count_histogram", "count_sums", "half_column_bytes", "half_columns", "histogram", "lookup_sums",
+    "pair_columns", "screen", "takes_bytes", "transpose", "whole_columns",
 ]  # fmt: skip
 
 

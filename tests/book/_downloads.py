@@ -5,7 +5,8 @@ kernel, pip itself) are borrowed from ``.venv`` through a ``.pth`` file pointing
 xorlib (its files, metadata and editable hook), so that ``import xorlib`` works only once the notebook's first cell
 has installed the wheel from the served site (pip installs into the environment that runs it, the fresh one). The
 environment is made without pip of its own (``venv --without-pip``): installing pip and setuptools into it, then
-taking setuptools out again, was most of the fixture's 4 s. pip runs with ``PIP_NO_INDEX=1``: nothing can come from a package index.
+taking setuptools out again, was most of the fixture's 4 s. pip runs with ``PIP_NO_INDEX=1``: nothing can come from
+a package index.
 The notebook runs in an empty folder, so nothing from the repository is at hand either.
 """
 

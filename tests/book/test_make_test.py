@@ -31,9 +31,10 @@ def test_every_file_of_book_or_lab_tests_is_in_a_book_job() -> None:
         for path in sorted((ROOT / "tests").rglob("test_*.py"))
         if path != Path(__file__) and _marked(path.read_text())
     }
+    listed = _listed()
     assert marked, "no test is marked book or lab"
-    assert marked <= _listed(), f"marked book or lab but in no job of make test: {sorted(marked - _listed())}"
-    assert all((ROOT / path).is_file() for path in _listed()), _listed()
+    assert marked <= listed, f"marked book or lab but in no job of make test: {sorted(marked - listed)}"
+    assert all((ROOT / path).is_file() for path in listed), listed
 
 
 def test_the_check_sees_a_mark() -> None:
