@@ -174,13 +174,14 @@ def _opposite_heads(
     :math:`P^\top a^2` and :math:`P^\top a`: the constant pulls back to zero (every column of balanced
     codes sums to zero), and the normalisers enter as factors known at the end. The pass accumulates
     :math:`P^\top A, P^\top A^2` of :math:`A = e^{s - M}` under a running maximum :math:`M` (rescaled when it
-    grows), the same for :math:`B = e^{-s - M'}`, and the log-sums of both; :math:`\operatorname{lse}(s_1 + s_2)
+    grows) and the same for :math:`B = e^{-s - M'}` (:meth:`xorlib._packed.Pull.add_squares`); the log-sums of
+    both are read off the bins at the end (:meth:`xorlib._packed.Pull.totals`); :math:`\operatorname{lse}(s_1 + s_2)
     = \operatorname{lse}(2(s_1 + s_2)) = \ln d`.
     """
     queries = lookup.queries
     like = {"dtype": queries.dtype, "device": queries.device}
     top = torch.full((2,), -torch.inf, **like)  # running maximum of s and of -s
-    sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)}
+    sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)} over the dense blocks
     pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
     buffer = None
     for view in _wide_views(views):
@@ -194,15 +195,17 @@ def _opposite_heads(
             pull.scale_(factors.reshape(-1))
             top = grown
         if buffer is None or buffer.shape[1] < s.shape[0]:
-            buffer = s.new_empty(4, s.shape[0])  # A, A^2, B, B^2: the pull-back's columns, reused block to block
+            buffer = s.new_empty(2, s.shape[0])  # A and B, reused block to block
         weights = buffer[:, : s.shape[0]]
-        a = torch.sub(s, top[0], out=weights[0]).exp_()  # e^{s - M}
-        b = torch.sub(-top[1], s, out=weights[2]).exp_()  # e^{-s - M'}
-        torch.mul(a, a, out=weights[1])  # A^2
-        torch.mul(b, b, out=weights[3])  # B^2
-        block = weights.sum(-1)  # A, A^2, B, B^2 (each row summed as alone)
-        sums += block.view(2, 2)
-        pull.add(view, weights, block)
+        torch.sub(s, top[0], out=weights[0]).exp_()  # A = e^{s - M}
+        torch.sub(-top[1], s, out=weights[1]).exp_()  # B = e^{-s - M'}
+        if view.rows is not None:  # a dense block: its sums here (a packed block's are read off the bins)
+            squared = torch.stack([weights[0], weights[0] * weights[0], weights[1], weights[1] * weights[1]])
+            sums += squared.sum(-1).view(2, 2)
+            pull.add(view, squared)
+        else:
+            pull.add_squares(view, weights)
+    sums += pull.totals().view(2, 2)
     d = views.d
     lse_1, lse_2 = sums.log().add_(top.unsqueeze(1) * torch.tensor([1.0, 2.0], **like)).unbind(1)  # lse(x), lse(2x)
     flat = torch.tensor(math.log(d), **like)

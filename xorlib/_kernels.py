@@ -8,7 +8,11 @@ results are the same bit for bit (``tests/core/test_kernels.py``):
 * a score is :math:`S_{g_0}[b_{g_0}] + S_{g_0+1}[b_{g_0+1}] + \dots`, added in group order, as
   :meth:`xorlib._packed.Lookup.distinct_scores` adds it (the authors' soft counts likewise, in float32);
 * a histogram bin adds its weights one at a time in the order of the rows, as ``scatter_add_`` and
-  ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient);
+  ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient); the four-column histogram
+  of the split start (:meth:`xorlib._packed.Pull.add_squares`) squares two of its columns itself, each square
+  one rounded product as ``torch.mul`` takes it (no multiply-add contraction: ``setup.py``);
+* two distinct queries' tables are read side by side, one 16-byte load and addition for both, each part's
+  addition the scalar one;
 * the screen of partial scores (:func:`xorlib._stream.top_scores`) does, row by row, the additions and
   comparisons of its tensor calls, and keeps the rows in order as ``nonzero`` does;
 * the codes' transposition, pairing, halves and wholes are byte copies and flips
@@ -33,7 +37,8 @@ from pathlib import Path
 import torch
 
 __all__ = [
-    "AVAILABLE", "count_histogram", "count_sums", "half_column_bytes", "half_columns", "histogram", "lookup_sums",
+    "AVAILABLE", "count_histogram", "count_sums", "half_column_bytes", "half_columns", "histogram",
+    "histogram_squares", "lookup_sums",
     "pair_columns", "screen", "takes_bytes", "transpose", "whole_columns",
 ]  # fmt: skip
 
@@ -45,6 +50,8 @@ _SIGNATURES = {
     "xorlib_screen": ([_POINTER, _I64, _I64, _I64, _I64, _FLAG, _FLAG, *[_DOUBLE] * 4, _POINTER], _I64),
     "xorlib_histogram": ([_POINTER, _I64, _I64, _I64, _POINTER, _I64, _I64, _POINTER, _I64], None),
     "xorlib_histogram_rows": ([], _I64),
+    "xorlib_histogram_squares": ([_POINTER, _I64, _POINTER, _I64, _I64, _POINTER, _I64], None),
+    "xorlib_squares_rows": ([], _I64),
     "xorlib_transpose": ([_POINTER, _I64, _I64, _I64, _POINTER, _I64], None),
     "xorlib_pair_columns": ([_POINTER, _I64, _I64, _I64, _POINTER], None),
     "xorlib_half_columns": ([_POINTER, _I64, _POINTER, _I64, _I64, _POINTER, _I64], None),
@@ -92,6 +99,9 @@ def _source_digest() -> str | None:
 #: Rows of weights the compiled histogram takes at a time (``HISTOGRAM_ROWS`` in ``_loops.c``): two columns of
 #: doubles, 32 KiB, stay in the first-level cache while every group's bins take them.
 HISTOGRAM_ROWS = 2048
+#: Rows the four-column histogram takes at a time (``SQUARES_ROWS`` in ``_loops.c``): four columns of doubles,
+#: 16 KiB, stay in the first-level cache beside one group's bins (8 KiB).
+SQUARES_ROWS = 512
 
 _LIBRARY = _load()
 #: Whether the compiled loops were built (else the passes use the tensor calls, with the same results).
@@ -168,6 +178,30 @@ def histogram(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) ->
         bins.data_ptr(), columns, groups, width, index.data_ptr(), rows, index.stride(0), weights.data_ptr(),
         weights.stride(0),
     )  # fmt: skip
+
+
+def histogram_squares(bins: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) -> None:
+    r"""Add two columns and their squares to their bytes' bins: ``bins[g, index[g, r]] += (a_r, a_r^2, b_r, b_r^2)``.
+
+    ``bins`` ``(groups, 256, 4)`` float64, ``index`` ``(groups, rows)`` uint8, ``weights`` ``(2, rows)`` float64
+    (``a``, ``b``); each square is one rounded product and each bin adds in the order of the rows, as
+    ``torch.mul`` and ``scatter_add_`` do (:meth:`xorlib._packed.Pull.add_squares`).
+    """
+    index, weights = _rows_contiguous(index), _rows_contiguous(weights)
+    _check_bytes(index)
+    groups, rows = index.shape
+    if not (
+        bins.is_contiguous() and bins.shape == (groups, 256, 4) and bins.dtype == weights.dtype == torch.float64
+        and bins.device.type == weights.device.type == "cpu"
+    ):  # fmt: skip
+        raise ValueError(
+            f"histogram_squares takes contiguous float64 bins ({groups}, 256, 4) and float64 weights, on the CPU"
+        )
+    if weights.shape != (2, rows):
+        raise ValueError(f"histogram_squares takes weights (2, {rows}), got {tuple(weights.shape)}")
+    _LIBRARY.xorlib_histogram_squares(
+        bins.data_ptr(), groups, index.data_ptr(), rows, index.stride(0), weights.data_ptr(), weights.stride(0)
+    )
 
 
 def transpose(raw: torch.Tensor, written: int, out: torch.Tensor) -> None:

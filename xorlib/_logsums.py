@@ -29,18 +29,28 @@ import torch
 UNDERFLOW = -680.0
 
 
-def exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 2)) -> torch.Tensor:
+def exp_sums(
+    x: torch.Tensor,
+    top: torch.Tensor,
+    powers: tuple[int, ...] = (1, 2),
+    *,
+    in_place: bool = False,
+    raise_low: bool = True,
+) -> torch.Tensor:
     r""":math:`\log\sum_k e^{p x_k}` along the last axis for each ``p`` of ``powers``, ``(len(powers), ...)``: one exponential.
 
     All are shifted by the same maximum :math:`M` (``top``): :math:`e^{2(x_k - M)}` is the square of
     :math:`e^{x_k - M}`, :math:`e^{4(x_k - M)}` the square of that. A row of :math:`-\infty` (masked) sums to
-    :math:`-\infty`.
+    :math:`-\infty`. ``in_place``: ``x`` (contiguous) is overwritten by the exponentials (no temporary; the
+    same numbers). ``raise_low=False``: the caller knows that no argument is below :func:`lowest_argument`'s
+    floor, so raising them to it would change nothing (:func:`clamp_changes_nothing`), and it is skipped.
     """
     empty = top == -torch.inf
     top = torch.where(empty, torch.zeros_like(top), top)
     # Arguments below -680/p are raised to it: exp then never underflows (a slow path, and subnormal squares),
     # and a raised term adds at most e^{-680/p} to a sum of at least 1 (log_weight_error counts it).
-    e = torch.sub(x, top.unsqueeze(-1)).clamp_(min=UNDERFLOW / max(powers)).exp_()
+    shifted = x.sub_(top.unsqueeze(-1)) if in_place else torch.sub(x, top.unsqueeze(-1))
+    e = (shifted.clamp_(min=lowest_argument(powers)) if raise_low else shifted).exp_()
     out = []
     for power in powers:
         if power == 1:
@@ -51,6 +61,18 @@ def exp_sums(x: torch.Tensor, top: torch.Tensor, powers: tuple[int, ...] = (1, 2
             out.append(torch.linalg.vector_norm(e.square_(), dim=-1).square_())
     scaled = torch.tensor(powers, dtype=top.dtype, device=top.device).view(-1, *[1] * top.dim()) * top
     return torch.where(empty, -torch.inf, torch.stack(out).log_() + scaled)  # all powers at once (fewer calls)
+
+
+def lowest_argument(powers: tuple[int, ...]) -> float:
+    """The floor to which :func:`exp_sums` raises its arguments :math:`x_k - M`: ``UNDERFLOW / max(powers)``."""
+    return UNDERFLOW / max(powers)
+
+
+def clamp_changes_nothing(lows: list[float], tops: list[float], powers: tuple[int, ...]) -> bool:
+    r"""Whether rows whose entries are at least ``lows``, shifted by their maxima ``tops``, all stay at or above
+    :func:`lowest_argument`: the float difference is monotone, so :math:`x - M \ge \text{fl}(\text{low} - M)`."""
+    floor = lowest_argument(powers)
+    return all(low - top >= floor for low, top in zip(lows, tops, strict=True))
 
 
 class LogSums:

@@ -4,15 +4,17 @@
  * (xorlib/learners/_authors_core.py).
  *
  * Each does the arithmetic of the tensor calls it replaces, in the same order, so the results are the
- * same bit for bit (tests/core/test_kernels.py): additions and comparisons only (no multiply that a
- * compiler could fuse into a multiply-add), and byte copies. What the loops change is how memory is
- * read: eight bytes as one word, running sums in registers, a tile of weights that stays in the
+ * same bit for bit (tests/core/test_kernels.py): additions and comparisons, byte copies, and the squares
+ * the tensor calls take with torch.mul (setup.py builds without multiply-add contraction, so a square
+ * stays one rounded product). What the loops change is how memory is read: eight bytes as one word,
+ * running sums in registers, two tables' entries side by side, a tile of weights that stays in the
  * first-level cache, several tensor calls' passes in one.
  * Arrays come C-contiguous, but for byte indices with a row stride.
  * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run.
  * Plain C, no Python headers: the file is only ever loaded by ctypes, never imported.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The digest of this file that setup.py built it from: xorlib/_kernels.py uses the library only where it is
@@ -77,41 +79,69 @@ static void lookup_one(const double *table, const uint8_t *index, int64_t groups
     }
 }
 
-/* Two slots reading each byte once: four rows at a time, as lookup_one adds them. */
-static void lookup_two(const double *table, const double *other, const uint8_t *index, int64_t groups,
-                       int64_t rows, int64_t stride, double *sums, double *other_sums, int fresh) {
+/* Two slots' entries side by side: one load and one addition (of both parts, each the scalar one) per byte. */
+typedef double pair_of_doubles __attribute__((vector_size(16), aligned(8)));
+
+/* Blocks with fewer rows than this take lookup_one per slot: interleaving two slots' tables would cost more. */
+#define INTERLEAVE_FROM 256
+
+/* The two slots' tables of groups [0, groups) interleaved into pairs (groups, 256): a buffer the caller frees,
+ * NULL where memory is short (the caller then reads the tables apart). */
+static pair_of_doubles *interleave(const double *table, const double *other, int64_t groups) {
+    pair_of_doubles *pairs = malloc((size_t)groups * 256 * sizeof(pair_of_doubles));
+    if (pairs)
+        for (int64_t entry = 0; entry < groups * 256; ++entry) {
+            pairs[entry][0] = table[entry];
+            pairs[entry][1] = other[entry];
+        }
+    return pairs;
+}
+
+/* Two slots from interleaved tables, eight rows at a time, each slot's terms added as lookup_one adds them. */
+static void lookup_pairs(const pair_of_doubles *pairs, const uint8_t *index, int64_t groups, int64_t rows,
+                         int64_t stride, double *sums, double *other_sums, int fresh) {
     int64_t row = 0;
-    for (; row + 4 <= rows; row += 4) {
-        double acc[4], more[4];
+    for (; row + 8 <= rows; row += 8) {
+        pair_of_doubles acc[8];
         int64_t group = 0;
         if (fresh) {
-            uint32_t word = half_word_at(index + row);
-            for (int k = 0; k < 4; ++k) {
-                acc[k] = table[HALF_BYTE_AT(word, k)];
-                more[k] = other[HALF_BYTE_AT(word, k)];
-            }
+            uint64_t word = word_at(index + row);
+            for (int k = 0; k < 8; ++k) acc[k] = pairs[BYTE_AT(word, k)];
             group = 1;
         } else {
-            for (int k = 0; k < 4; ++k) {
-                acc[k] = sums[row + k];
-                more[k] = other_sums[row + k];
-            }
+            for (int k = 0; k < 8; ++k) acc[k] = (pair_of_doubles){sums[row + k], other_sums[row + k]};
         }
         for (; group < groups; ++group) {
-            const double *own = table + group * 256, *own_other = other + group * 256;
-            uint32_t word = half_word_at(index + group * stride + row);
-            for (int k = 0; k < 4; ++k) {
-                acc[k] += own[HALF_BYTE_AT(word, k)];
-                more[k] += own_other[HALF_BYTE_AT(word, k)];
-            }
+            const pair_of_doubles *own = pairs + group * 256;
+            uint64_t word = word_at(index + group * stride + row);
+            for (int k = 0; k < 8; ++k) acc[k] += own[BYTE_AT(word, k)];
         }
-        for (int k = 0; k < 4; ++k) {
-            sums[row + k] = acc[k];
-            other_sums[row + k] = more[k];
+        for (int k = 0; k < 8; ++k) {
+            sums[row + k] = acc[k][0];
+            other_sums[row + k] = acc[k][1];
         }
     }
-    lookup_one(table, index + row, groups, rows - row, stride, sums + row, fresh);
-    lookup_one(other, index + row, groups, rows - row, stride, other_sums + row, fresh);
+    for (; row < rows; ++row) { /* the last rows: each slot's terms in group order, as above */
+        pair_of_doubles acc = fresh ? pairs[index[row]] : (pair_of_doubles){sums[row], other_sums[row]};
+        for (int64_t group = fresh ? 1 : 0; group < groups; ++group)
+            acc += pairs[group * 256 + index[group * stride + row]];
+        sums[row] = acc[0];
+        other_sums[row] = acc[1];
+    }
+}
+
+/* Two slots reading each byte once: interleaved (lookup_pairs) where the block is large enough and memory
+ * allows, else lookup_one for each. */
+static void lookup_two(const double *table, const double *other, const uint8_t *index, int64_t groups,
+                       int64_t rows, int64_t stride, double *sums, double *other_sums, int fresh) {
+    pair_of_doubles *pairs = rows >= INTERLEAVE_FROM ? interleave(table, other, groups) : NULL;
+    if (pairs) {
+        lookup_pairs(pairs, index, groups, rows, stride, sums, other_sums, fresh);
+        free(pairs);
+        return;
+    }
+    lookup_one(table, index, groups, rows, stride, sums, fresh);
+    lookup_one(other, index, groups, rows, stride, other_sums, fresh);
 }
 
 /* out[s, r] (=|+=) the sum over j of tables[s, first_group + j, index[j, r]], each row's terms
@@ -168,8 +198,6 @@ int64_t xorlib_screen(const double *partial, int64_t stride, int64_t rows, int64
 /* HISTOGRAM_ROWS, for xorlib._kernels.HISTOGRAM_ROWS to be checked against (tests/core/test_kernels.py). */
 int64_t xorlib_histogram_rows(void) { return HISTOGRAM_ROWS; }
 
-/* A complex bin, its two parts added at once (each part's addition is the scalar one). */
-typedef double pair_of_doubles __attribute__((vector_size(16), aligned(8)));
 
 /* bins[g, index[g, r]] += (first[r], second[r]) for the rows of one tile, eight at a time. */
 static void histogram_pairs(pair_of_doubles *bins, int64_t groups, const uint8_t *index, int64_t stride,
@@ -216,6 +244,53 @@ void xorlib_histogram(double *bins, int64_t columns, int64_t groups, int64_t wid
     }
 }
 
+/* Rows of the four-column histogram taken at a time: their tile of four doubles per row (16 KiB) and one
+ * group's bins (8 KiB) stay in the first-level cache. */
+#define SQUARES_ROWS 512
+
+/* SQUARES_ROWS, for xorlib._kernels.SQUARES_ROWS to be checked against (tests/core/test_kernels.py). */
+int64_t xorlib_squares_rows(void) { return SQUARES_ROWS; }
+
+/* A bin of four columns, added at once (each part's addition is the scalar one). */
+typedef double four_doubles __attribute__((vector_size(32), aligned(8)));
+
+/* Where the C library has indirect functions (glibc, x86-64), the four-column histogram is built twice, with
+ * AVX2 (one 32-byte load, addition and store per bin) and without, and the loader picks what the CPU has. The
+ * arithmetic is the same IEEE additions and multiplications (setup.py builds with -ffp-contract=off). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define BOTH_WIDTHS __attribute__((target_clones("avx2", "default")))
+#else
+#define BOTH_WIDTHS
+#endif
+
+/* bins[g, index[g, r], :] += (a_r, a_r * a_r, b_r, b_r * b_r), a = weights[0], b = weights[1] (row stride
+ * weights_stride), bins (groups, 256, 4): the histograms of four columns, two of them squares, each bin adding
+ * in the order of the rows, as the tensor calls (torch.mul, then scatter_add_ of complex pairs) add them. */
+BOTH_WIDTHS
+void xorlib_histogram_squares(double *bins, int64_t groups, const uint8_t *index, int64_t rows,
+                              int64_t index_stride, const double *weights, int64_t weights_stride) {
+    four_doubles tile[SQUARES_ROWS];
+    const double *a = weights, *b = weights + weights_stride;
+    for (int64_t start = 0; start < rows; start += SQUARES_ROWS) {
+        int64_t count = rows - start < SQUARES_ROWS ? rows - start : SQUARES_ROWS;
+        for (int64_t row = 0; row < count; ++row) {
+            double x = a[start + row], y = b[start + row];
+            tile[row] = (four_doubles){x, x * x, y, y * y};
+        }
+        for (int64_t group = 0; group < groups; ++group) {
+            four_doubles *target = (four_doubles *)bins + group * 256;
+            const uint8_t *bytes = index + group * index_stride + start;
+            int64_t row = 0;
+            for (; row + 8 <= count; row += 8) {
+                uint64_t word = word_at(bytes + row);
+                for (int k = 0; k < 8; ++k) target[BYTE_AT(word, k)] += tile[row + k];
+            }
+            for (; row < count; ++row) target[bytes[row]] += tile[row];
+        }
+    }
+}
+
+/* The transposition of a drawn block's bytes: sixteen rows by sixteen groups at a time where SSE2 is at hand. */
 #ifdef __SSE2__
 /* Sixteen rows of sixteen bytes (row stride src_stride) transposed: column c (c < columns) to
  * dst + c * dst_stride, sixteen bytes each. Four rounds of interleaving, of bytes, pairs, quads and eights. */

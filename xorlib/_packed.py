@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from . import _kernels as kernels
-from ._random import BYTE_BITS
+from ._random import BYTE_BITS, BYTE_SIGNS
 
 
 @dataclass(frozen=True)
@@ -118,14 +118,17 @@ class Lookup:
             self._tables[key] = tables.contiguous()
         return self._tables[key]
 
-    def distinct_scores(self, view: BlockView, groups: int | None = None) -> torch.Tensor:
-        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block.
+    def distinct_scores(
+        self, view: BlockView, groups: int | None = None, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Scores ``(distinct, rows)`` of the distinct nonzero queries on a packed block (into ``out``, if given).
 
         With ``groups``, the partial sums over the first ``groups`` groups only (:meth:`finish` continues them).
         """
         index = view.byte_index()  # (groups, rows)
         rows, groups = index.shape[1], index.shape[0] if groups is None else groups
-        found = torch.empty(len(self.distinct), rows, dtype=self.queries.dtype, device=self.queries.device)
+        like = {"dtype": self.queries.dtype, "device": self.queries.device}
+        found = out if out is not None else torch.empty(len(self.distinct), rows, **like)
         if index.dtype == torch.uint8:  # bytes: the compiled loop, the same additions (xorlib._kernels)
             kernels.lookup_sums(self.tables(view.main, view.scale), index[:groups], found, 0, True)
             return found
@@ -191,14 +194,17 @@ class Lookup:
         biggest = float(tables.abs().amax(-1).sum(1).max())
         return high, low, 4 * groups * torch.finfo(tables.dtype).eps * biggest
 
-    def __call__(self, view: BlockView) -> torch.Tensor:
-        """Scores ``(heads, rows)`` on ``view`` (a fresh tensor)."""
+    def __call__(self, view: BlockView, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores ``(heads, rows)`` on ``view``: a fresh tensor, or ``out`` (rows contiguous) written."""
         if view.rows is not None:
-            return self.queries @ view.rows.T
+            return self.queries @ view.rows.T if out is None else torch.matmul(self.queries, view.rows.T, out=out)
         if not self.distinct:
-            return self.queries.new_zeros(len(self.plan), view.stop - view.start)
-        found = self.distinct_scores(view)
-        return found if self.identity else self.assemble(found)
+            zeros = self.queries.new_zeros(len(self.plan), view.stop - view.start)
+            return zeros if out is None else out.copy_(zeros)
+        if self.identity:
+            return self.distinct_scores(view, out=out)
+        found = self.assemble(self.distinct_scores(view))
+        return found if out is None else out.copy_(found)
 
     def assemble(self, found: torch.Tensor) -> torch.Tensor:
         """All rows ``(heads, rows)`` from the distinct ones' scores ``(distinct, rows)``."""
@@ -216,13 +222,14 @@ class Lookup:
 class Pull:
     r"""Accumulates :math:`P^\top w = \sum_k w_k p_k`, ``(columns, m)``, over blocks of weights ``(columns, rows)``.
 
-    Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value
-    and the weights' total; :meth:`result` reads each coordinate's sum off the 256 bins once:
-    :math:`\text{scale}\cdot(\sum_k w_k - 2\sum_{k:\ \text{bit set}} w_k)`. Weight vectors are histogrammed
+    Packed blocks add, per group of eight coordinates, the histogram of the weights by byte value;
+    :meth:`result` reads each coordinate's sum off the 256 bins of its group once:
+    :math:`\text{scale}\cdot\sum_b (-1)^{\text{bit}(b)}\,\text{bin}_b`. Weight vectors are histogrammed
     two at a time, as the real and imaginary parts of complex weights, all pairs and groups in one ``scatter_add_``
     per block (each bin adds its weights one by one in the order of the rows, as ``index_add_`` does, at about half
-    its cost); a last odd one by ``torch.bincount``. Dense
-    blocks add ``w @ rows``. :meth:`scale_` multiplies what has been accumulated (a running shift).
+    its cost); a last odd one by ``torch.bincount``. :meth:`add_squares` adds two columns and their squares (four
+    columns), on bytes in one compiled call. Dense blocks add ``w @ rows``. :meth:`scale_` multiplies what has been
+    accumulated (a running shift); :meth:`totals` reads the columns' sums over the packed blocks off the bins.
     """
 
     def __init__(self, columns: int, m: int, like: torch.Tensor) -> None:
@@ -230,15 +237,14 @@ class Pull:
         self.dense = like.new_zeros(columns, m)
         self.pairs: torch.Tensor | None = None  # (columns // 2, groups, 256) complex
         self.single: torch.Tensor | None = None  # (groups, 256) real, for an odd last column
-        self.total = like.new_zeros(columns)
+        self.quads: torch.Tensor | None = None  # (groups, 256, 4): add_squares' bins from bytes (compiled)
         self.main, self.scale = m, 1.0
         self._bins: torch.Tensor | None = None
         self._both: torch.Tensor | None = None
+        self._squares: torch.Tensor | None = None
 
-    def add(
-        self, view: BlockView, weights: torch.Tensor | list[torch.Tensor], totals: torch.Tensor | None = None
-    ) -> None:
-        """Add a block's weights: ``(columns, rows)``, or a list of ``columns`` rows (``totals``: their sums, if known)."""
+    def add(self, view: BlockView, weights: torch.Tensor | list[torch.Tensor]) -> None:
+        """Add a block's weights: ``(columns, rows)``, or a list of ``columns`` rows."""
         if view.rows is not None:
             self.dense += (weights if isinstance(weights, torch.Tensor) else torch.stack(weights)) @ view.rows
             return
@@ -252,9 +258,27 @@ class Pull:
             self._add_compiled(index, weights if isinstance(weights, torch.Tensor) else torch.stack(weights), paired)
         else:
             self._add_tensors(view, index, weights, paired)
-        if totals is None:
-            totals = weights.sum(-1) if isinstance(weights, torch.Tensor) else torch.stack([w.sum() for w in weights])
-        self.total += totals
+
+    def add_squares(self, view: BlockView, base: torch.Tensor) -> None:
+        """Add a block's four columns :math:`(a, a^2, b, b^2)` from ``base`` ``(2, rows)`` float64 (a Pull of four).
+
+        On bytes, one compiled call squares and histograms them (:func:`xorlib._kernels.histogram_squares`);
+        otherwise the squares are taken as tensors and added by :meth:`add`. The same additions either way.
+        """
+        index = None if view.rows is not None else view.byte_index()
+        if index is not None and index.dtype == torch.uint8 and base.dtype == torch.float64:
+            if self.quads is None:
+                self.main, self.scale = view.main, view.scale
+                self.quads = base.new_zeros(index.shape[0], 256, 4)
+            kernels.histogram_squares(self.quads, index, base)
+            return
+        rows = base.shape[1]
+        if self._squares is None or self._squares.shape[1] < rows:  # reused from block to block
+            self._squares = base.new_empty(4, rows)
+        weights = self._squares[:, :rows]
+        weights[0::2] = base
+        torch.mul(base, base, out=weights[1::2])
+        self.add(view, weights)
 
     def _add_tensors(
         self, view: BlockView, index: torch.Tensor, weights: torch.Tensor | list[torch.Tensor], paired: int
@@ -302,21 +326,38 @@ class Pull:
     def scale_(self, factors: torch.Tensor) -> None:
         """Multiply every column's accumulated sums by its factor ``(columns,)``."""
         self.dense *= factors.unsqueeze(1)
-        self.total *= factors
         if self.pairs is not None:
             parts = torch.view_as_real(self.pairs)  # (pairs, groups, 256, 2)
             parts *= factors[: 2 * self.pairs.shape[0]].view(-1, 1, 1, 2)
             self.single *= factors[2 * self.pairs.shape[0] :].view(-1, 1, 1)
+        if self.quads is not None:
+            self.quads *= factors.view(1, 1, 4)
 
-    def result(self) -> torch.Tensor:
-        out = self.dense.clone()
+    def _histograms(self) -> torch.Tensor | None:
+        """Every column's bins ``(columns, groups, 256)`` (``None`` before a packed block)."""
+        parts = []
         if self.pairs is not None:
             groups = self.pairs.shape[1]
             pairs = torch.view_as_real(self.pairs).permute(0, 3, 1, 2).reshape(-1, groups, 256)
-            hist = torch.cat([pairs, self.single])  # (columns, groups, 256)
-            bits = BYTE_BITS.to(device=hist.device, dtype=hist.dtype)
-            set_bits = (hist @ bits).reshape(self.columns, groups * 8)[:, : self.main]
-            out[:, : self.main] += self.scale * (self.total.unsqueeze(1) - 2 * set_bits)
+            parts.append(torch.cat([pairs, self.single]))
+        if self.quads is not None:
+            parts.append(self.quads.permute(2, 0, 1).contiguous())  # the layout of the others: the same reductions
+        return None if not parts else parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+    def totals(self) -> torch.Tensor:
+        """The columns' sums of weights over the packed blocks ``(columns,)``: every row falls in one bin of group 0."""
+        hist = self._histograms()
+        return self.dense.new_zeros(self.columns) if hist is None else hist[:, 0].sum(-1)
+
+    def result(self) -> torch.Tensor:
+        out = self.dense.clone()
+        hist = self._histograms()
+        if hist is not None:
+            signs = BYTE_SIGNS.to(
+                device=hist.device, dtype=hist.dtype
+            )  # (256, 8): +1 for a clear bit, -1 for a set one
+            coordinates = (hist @ signs).reshape(self.columns, -1)[:, : self.main]
+            out[:, : self.main] += self.scale * coordinates
         return out
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from . import _kernels as kernels
-from ._logsums import LogSums, exp_sums, log_weight_error
+from ._logsums import LogSums, clamp_changes_nothing, exp_sums, log_weight_error
 from ._moments import Deviations, OffPair
 from ._packed import BlockView, Lookup
 from ._source import Views
@@ -211,25 +211,43 @@ def after_step(
     size = max(1024, 2**17 // (K * H))  # sub-blocks of K x rows that stay in cache
     longest = 0
     powers = (1, 2, 4) if off_pair and H == 1 else (1, 2) if off_pair else (1,)
+    three = off_pair and H == 2  # the sum of the two heads' scores rides along as a third row of each part
+    buffer = torch.empty(0, **like)  # (K, 3, rows) with three: reused while parts keep their length
     for view in views():
         terms = [_term_sizes(view, r) for r in reach]  # (H,) each
+        rows = view.stop - view.start
         if direct:
-            whole = stepped(view).unsqueeze(0)  # (1, H, rows), a fresh tensor: masked in place below
+            if three:
+                buffer = buffer if buffer.shape[-1] == rows else torch.empty(1, 3, rows, **like)
+                whole = buffer
+                stepped(view, out=whole[0, :H])
+            else:
+                whole = stepped(view).unsqueeze(0)  # (1, H, rows), a fresh tensor: masked in place below
             sizes = torch.maximum(sizes, terms[0].unsqueeze(0))
         else:
             s, t = lookup_s(view), lookup_t(view)
             sizes = torch.maximum(sizes, terms[0] + kappas.view(K, 1) * terms[1])
             if direction_top:
                 found_values, found_index = merge_top(found_values, found_index, t, view.start, direction_top)
-        for part in range(0, view.stop - view.start, size):
+        for part in range(0, rows, size):
             if direct:
-                after = whole[:, :, part : part + size]
+                rows_of = whole[:, :, part : part + size]  # (K, H or 3, n)
             else:
-                after = torch.addcmul(s[:, part : part + size], k, t[:, part : part + size])  # (K, H, rows)
+                n = min(size, rows - part)
+                if three:
+                    buffer = buffer if buffer.shape[-1] == n else torch.empty(K, 3, n, **like)
+                    rows_of = buffer
+                    torch.addcmul(s[:, part : part + n], k, t[:, part : part + n], out=rows_of[:, :H])
+                else:
+                    rows_of = torch.addcmul(s[:, part : part + n], k, t[:, part : part + n])  # (K, H, n)
+            after = rows_of[:, :H]
+            if three:  # a third row: the sum of the two heads' scores
+                torch.add(after[:, 0], after[:, 1], out=rows_of[:, 2])
             start = view.start + part
             longest = max(longest, after.shape[-1])
-            high = after.amax(-1)  # (separate amax and amin are several times faster than aminmax)
-            biggest = torch.maximum(biggest, torch.maximum(high, -after.amin(-1)))
+            highs = rows_of.amax(-1)  # (separate amax and amin are several times faster than aminmax)
+            high, low = highs[:, :H], after.amin(-1)
+            biggest = torch.maximum(biggest, torch.maximum(high, -low))
             if top:  # the part's best two, merged with the best so far
                 top_values, top_index = merge_top(top_values, top_index, after, start, 2, highest=high)
             if keep_scores:
@@ -240,16 +258,19 @@ def after_step(
                 if start <= position < start + after.shape[-1]
             ]
             if inside:
-                after = after.clone() if keep_scores or not direct else after
+                if not three:
+                    rows_of = after = after.clone() if keep_scores or not direct else after
                 for slot, offset in inside:
                     at_pair[..., slot] = after[..., offset]
-                after[..., [offset for _, offset in inside]] = -torch.inf
-                high = after.amax(-1)
-            sums = exp_sums(after, high, powers)  # (powers, K, H)
-            if off_pair and H == 2:  # a third row: the sum of the two heads' scores, shifted by its own maximum
-                cross = after[:, 0] + after[:, 1]
-                sums = torch.cat([sums, exp_sums(cross, cross.amax(-1), powers).unsqueeze(-1)], dim=-1)
-            elif off_pair:  # the cross row is twice the head's: its sums are those of 2x and 4x
+                rows_of[..., [offset for _, offset in inside]] = -torch.inf  # the third row too: the heads' sum
+                highs = rows_of.amax(-1)
+            # (powers, K, H or 3), the third row shifted by its own maximum; the part is not read again. Outside the
+            # pair every entry is at least its head's least (the third row: the sum of the heads' least): the
+            # floor of the exponentials' arguments is then usually not reached, and not applied
+            lows = [entry for row in low.tolist() for entry in ([*row, row[0] + row[1]] if three else row)]
+            raise_low = bool(inside) or not clamp_changes_nothing(lows, highs.view(-1).tolist(), powers)
+            sums = exp_sums(rows_of, highs, powers, in_place=rows_of.is_contiguous(), raise_low=raise_low)
+            if off_pair and H == 1:  # the cross row is twice the head's: its sums are those of 2x and 4x
                 sums = torch.stack([torch.cat([sums[0], sums[1]], dim=-1), torch.cat([sums[1], sums[2]], dim=-1)])
             parts.add(sums)
     running, depth = parts.total()

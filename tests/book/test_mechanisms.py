@@ -155,14 +155,15 @@ def test_the_export_includes_what_the_book_shows_of_a_file() -> None:
     def export(options: str, path: str = "../xorlib/_loops.c") -> str:
         return xorlib_export.convert_markdown(f"```{{literalinclude}} {path}\n{options}```\n", book, {}, {})
 
-    # chapter 11: the one-slot look-up and the histogram's tile loop only, between their markers
+    # chapter 11: the one-slot look-up and the split start's four-column histogram only, between their markers
     lookup = export(":language: c\n:start-at: /* One slot\n:end-before: /* Two slots\n")
     assert lookup.startswith("```c\n/* One slot") and "static void lookup_one(" in lookup
     assert "lookup_two" not in lookup and "#include" not in lookup
-    histogram = export(":language: c\n:start-at: /* bins[g, index[g, r]]\n:end-before: /* bins[c, g, index\n")
-    assert "static void histogram_pairs(" in histogram and "void xorlib_histogram(" not in histogram
+    histogram = export(":language: c\n:start-at: /* bins[g, index[g, r], :]\n:end-before: /* The transposition of\n")
+    assert "void xorlib_histogram_squares(" in histogram and "void xorlib_histogram(" not in histogram
+    assert "xorlib_transpose" not in histogram and "#ifdef __SSE2__" not in histogram
     chapter = (ROOT / "chapters" / "11_performance.md").read_text()
-    assert ":start-at: /* One slot" in chapter and ":start-at: /* bins[g, index[g, r]]" in chapter
+    assert ":start-at: /* One slot" in chapter and ":start-at: /* bins[g, index[g, r], :]" in chapter
     # chapter 2: a method, dedented as the book shows it
     method = export(":language: python\n:pyobject: TwoHeadModel.forward\n:dedent:\n", "../xorlib/model.py")
     assert method.startswith("```python\n@public\ndef forward(")

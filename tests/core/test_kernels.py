@@ -1,9 +1,10 @@
 """The compiled loops (xorlib/_loops.c through xorlib._kernels) give the tensor calls' results bit for bit.
 
-Issue 23: the look-up sums and the byte histograms of the streamed passes run as two C loops where the extension
-was built. Their arithmetic is the tensor calls' own (additions only, in the same order), so equality is exact:
-on the operations themselves (strided bytes, partial sums continued, one and two columns per bin), and on whole
-steps that read the codes kept whole, kept as halves and drawn again.
+Issue 23: the look-up sums and the byte histograms of the streamed passes run as C loops where the extension
+was built. Their arithmetic is the tensor calls' own (additions in the same order, and the squares torch.mul
+takes), so equality is exact: on the operations themselves (strided bytes, partial sums continued, one and two
+columns per bin, two columns and their squares), and on whole steps that read the codes kept whole, kept as
+halves and drawn again.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def test_the_loops_are_built_wherever_a_c_compiler_is_at_hand() -> None:
 
 
 @needs_loops
-def test_the_histograms_tile_is_the_one_the_book_quotes() -> None:
+def test_the_histograms_tiles_are_the_ones_the_book_quotes() -> None:
     assert _kernels._LIBRARY.xorlib_histogram_rows() == _kernels.HISTOGRAM_ROWS
+    assert _kernels._LIBRARY.xorlib_squares_rows() == _kernels.SQUARES_ROWS
 
 
 def _bytes(groups: int, rows: int, seed: int, stride: int | None = None) -> torch.Tensor:
@@ -48,7 +50,9 @@ def _view(index: torch.Tensor, m: int) -> BlockView:
 
 
 @needs_loops
-@pytest.mark.parametrize(("m", "rows", "stride"), [(107, 5000, None), (107, 4099, 4101), (13, 1, None), (8, 300, 301)])
+@pytest.mark.parametrize(
+    ("m", "rows", "stride"), [(107, 5000, None), (107, 4099, 4101), (13, 1, None), (8, 300, 301), (21, 255, None)]
+)
 @pytest.mark.parametrize("heads", [1, 2, 3])
 def test_lookup_scores_and_their_continuation_equal_the_tensor_calls(m: int, rows: int, stride, heads: int) -> None:
     groups = -(-m // 8)
@@ -86,6 +90,45 @@ def test_histograms_over_several_blocks_equal_the_tensor_calls(columns: int, m: 
     assert torch.equal(compiled.pairs, tensors.pairs)
     assert torch.equal(compiled.single, tensors.single)
     assert torch.equal(compiled.result(), tensors.result())
+
+
+@needs_loops
+@pytest.mark.parametrize(("m", "rows", "stride"), [(107, 5000, None), (21, 777, 800), (8, 5, None), (45, 512, None)])
+def test_two_columns_and_their_squares_histogrammed_in_c_equal_the_tensor_calls(m: int, rows: int, stride) -> None:
+    """Pull.add_squares on bytes (one compiled call: the squares taken in C, four columns per bin) gives the bins, the
+    totals and the result of the tensor calls (torch.mul, then the complex scatter) bit for bit, over several
+    blocks, after a running shift; rows below, at and above the C tile, weights with a row stride."""
+    groups = -(-m // 8)
+    gen = torch.Generator().manual_seed(m + rows)
+    like = torch.zeros(1, dtype=torch.float64)
+    compiled, tensors = Pull(4, m, like), Pull(4, m, like)
+    for block in range(3):
+        index = _bytes(groups, rows, seed=block + rows, stride=stride)
+        wide = torch.randn(2, rows + 3, dtype=torch.float64, generator=gen).exp()
+        base = wide[:, :rows]  # a row stride of rows + 3
+        compiled.add_squares(_view(index, m), base)
+        tensors.add_squares(_view(index.to(torch.int32), m), base)
+        if block == 1:
+            factors = torch.tensor([0.5, 0.25, 2.0, 4.0], dtype=torch.float64)
+            compiled.scale_(factors)
+            tensors.scale_(factors)
+    assert compiled.quads is not None and tensors.quads is None  # the two paths were taken
+    assert torch.equal(compiled._histograms(), tensors._histograms())
+    assert torch.equal(compiled.totals(), tensors.totals())
+    assert torch.equal(compiled.result(), tensors.result())
+
+
+def test_the_histogram_of_squares_refuses_arrays_it_cannot_read() -> None:
+    if not _kernels.AVAILABLE:
+        pytest.skip("the compiled loops were not built")
+    index = _bytes(2, 10, seed=0)
+    weights = torch.rand(2, 10, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"bins \(2, 256, 4\)"):
+        _kernels.histogram_squares(torch.zeros(2, 256, 2, dtype=torch.float64), index, weights)
+    with pytest.raises(ValueError, match=r"weights \(2, 10\)"):
+        _kernels.histogram_squares(torch.zeros(2, 256, 4, dtype=torch.float64), index, weights[:1])
+    with pytest.raises(ValueError, match="float64"):
+        _kernels.histogram_squares(torch.zeros(2, 256, 4, dtype=torch.float64), index, weights.float())
 
 
 @pytest.mark.parametrize("compiled", [True, False])

@@ -20,6 +20,7 @@ from _tolerance import assert_close, gamma
 from xorlib import one_step
 from xorlib._candidates import after_from_candidates, direction_pass
 from xorlib._gradient import head_stats, population_gradient, start_and_gradient
+from xorlib._logsums import clamp_changes_nothing, exp_sums
 from xorlib._packed import Lookup, Pull, _byte_index, _pair_columns, half_columns, whole_columns
 from xorlib._source import CodeSource
 from xorlib._stream import after_step, top_scores
@@ -139,6 +140,23 @@ def test_pull_equals_the_dense_product(d: int, m: int, columns: int) -> None:
         else:
             halves.add(view, part)
     assert_close(halves.result(), w @ dense, operations=d + 4, scale=w.abs() @ dense.abs())
+
+
+@pytest.mark.parametrize(("d", "m"), SIZES)
+def test_pull_of_two_columns_and_their_squares_equals_the_dense_product(d: int, m: int) -> None:
+    """Pull.add_squares adds (a, a^2, b, b^2) (compiled where the loops were built) and Pull.totals reads the
+    columns' sums off the bins: both are the dense sums, within the rounding of a sum over d positions."""
+    codes = Codes(d, m, seed=5)
+    dense = codes.dense()
+    base = torch.rand(2, d, dtype=torch.float64, generator=torch.Generator().manual_seed(d))
+    four = torch.stack([base[0], base[0] ** 2, base[1], base[1] ** 2])
+    pull = Pull(4, codes.m, base)
+    for view in CodeSource(codes, torch.device("cpu"))():
+        pull.add_squares(view, base[:, view.start : view.stop])
+    assert_close(pull.result(), four @ dense, operations=d + 2, scale=four.abs() @ dense.abs())
+    packed = [view for view in CodeSource(codes, torch.device("cpu"))() if view.rows is None]
+    in_packed = sum((four[:, view.start : view.stop].sum(-1) for view in packed), torch.zeros(4, dtype=torch.float64))
+    assert_close(pull.totals(), in_packed, operations=d + 1, scale=four.abs().sum(-1))
 
 
 def _dense_gradient(model: ModelConfig, q: torch.Tensor, pair: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -310,3 +328,35 @@ def test_pairing_and_halves_are_the_involution_and_its_inverse(rows: int) -> Non
     paired[-1] &= (1 << (main % 8)) - 1
     halves = half_columns(paired, mu, torch.empty(5, rows // 2, dtype=torch.uint8))
     assert torch.equal(whole_columns(halves, mu, main, torch.empty_like(paired)), paired)
+
+
+def test_log_sums_in_place_and_without_the_floor_are_the_same_numbers() -> None:
+    """exp_sums overwriting its argument, and skipping the floor where clamp_changes_nothing says it is not reached,
+    gives the default's numbers bit for bit; below the floor the check says so, and the argument is raised to it."""
+    gen = torch.Generator().manual_seed(4)
+    x = torch.rand(1, 3, 1000, dtype=torch.float64, generator=gen) * -300  # arguments down to -300 > -680 / 2
+    top, low = x.amax(-1), x.amin(-1)
+    powers = (1, 2)
+    assert clamp_changes_nothing(low.view(-1).tolist(), top.view(-1).tolist(), powers)
+    default = exp_sums(x, top, powers)
+    assert torch.equal(exp_sums(x.clone(), top, powers, in_place=True, raise_low=False), default)
+    deep = x.clone()
+    deep[0, 1, 7] = -500.0  # below -680 / 2: the floor applies
+    low = deep.amin(-1)
+    assert not clamp_changes_nothing(low.view(-1).tolist(), top.view(-1).tolist(), powers)
+    assert clamp_changes_nothing(low.view(-1).tolist(), top.view(-1).tolist(), (1,))  # -500 > -680
+    overwritten = deep.clone()
+    assert torch.equal(exp_sums(overwritten, top, powers, in_place=True), exp_sums(deep, top, powers))
+    assert float(overwritten[0, 1, 7]) == math.exp(-340.0)  # raised to the floor (the exponentials are left in x)
+
+
+def test_scores_written_into_a_given_tensor_are_the_fresh_ones() -> None:
+    codes = Codes(5000, 24, seed=2)
+    queries = torch.randn(3, 24, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    queries[2] = -queries[0]  # a negated head: assembled, then written
+    for rows in (queries[:2], queries):
+        lookup = Lookup(rows)
+        for view in CodeSource(codes, torch.device("cpu"))():
+            out = torch.empty(rows.shape[0], view.stop - view.start, dtype=torch.float64)
+            assert lookup(view, out=out) is out
+            assert torch.equal(out, lookup(view))
