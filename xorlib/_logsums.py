@@ -21,6 +21,7 @@ This module trusts its callers (the public entry point is :func:`xorlib.one_step
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -43,10 +44,11 @@ def exp_sums(
     :math:`e^{x_k - M}`, :math:`e^{4(x_k - M)}` the square of that. A row of :math:`-\infty` (masked) sums to
     :math:`-\infty`. ``in_place``: ``x`` (contiguous) is overwritten by the exponentials (no temporary; the
     same numbers). ``raise_low=False``: the caller knows that no argument is below :func:`lowest_argument`'s
-    floor, so raising them to it would change nothing (:func:`clamp_changes_nothing`), and it is skipped.
+    floor, so raising them to it would change nothing (:func:`clamp_changes_nothing`), and it is skipped; every
+    entry is then finite, and so is every row's maximum (no masked row to guard).
     """
-    empty = top == -torch.inf
-    top = torch.where(empty, torch.zeros_like(top), top)
+    empty = None if not raise_low else top == -torch.inf
+    top = top if empty is None else torch.where(empty, torch.zeros_like(top), top)
     # Arguments below -680/p are raised to it: exp then never underflows (a slow path, and subnormal squares),
     # and a raised term adds at most e^{-680/p} to a sum of at least 1 (log_weight_error counts it).
     shifted = x.sub_(top.unsqueeze(-1)) if in_place else torch.sub(x, top.unsqueeze(-1))
@@ -59,8 +61,15 @@ def exp_sums(
             out.append(torch.linalg.vector_norm(e, dim=-1).square_())  # one pass, no temporary
         else:  # 4: the sum of the squares of the squares
             out.append(torch.linalg.vector_norm(e.square_(), dim=-1).square_())
-    scaled = torch.tensor(powers, dtype=top.dtype, device=top.device).view(-1, *[1] * top.dim()) * top
-    return torch.where(empty, -torch.inf, torch.stack(out).log_() + scaled)  # all powers at once (fewer calls)
+    scaled = _powers(powers, top.dtype, top.device).view(-1, *[1] * top.dim()) * top
+    logs = torch.stack(out).log_() + scaled  # all powers at once (fewer calls)
+    return logs if empty is None else torch.where(empty, -torch.inf, logs)
+
+
+@functools.lru_cache(maxsize=16)
+def _powers(powers: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The powers as a tensor, made once (a pass asks for them at every block)."""
+    return torch.tensor(powers, dtype=dtype, device=device)
 
 
 def lowest_argument(powers: tuple[int, ...]) -> float:

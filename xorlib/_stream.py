@@ -55,6 +55,7 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
     else:
         blocks = ((view, None) for view in views())
     bounds = scratch = None
+    offsets: dict[int, list[float]] = {}  # per number of groups screened: each head's most the other groups add
     for view, rest in blocks:
         if view.rows is not None or not screens or (rest is None and best_values.shape[-1] < k):
             best_values, best_index = merge_top(best_values, best_index, lookup(view), view.start, k)
@@ -71,10 +72,14 @@ def top_scores(views: Views, queries: torch.Tensor, k: int) -> tuple[torch.Tenso
             if scratch is None or scratch.rows < partial.shape[1]:  # reused from block to block
                 scratch = _Screen(partial.shape[1], partial.dtype, partial.device)
             # a head's score is at most its partial score plus the most the other groups add, offset_h; a negated
-            # query's is minus the slot's, at most offset_h - partial with offset_h = -low
-            offsets = [float(high[slot, first]) if sign > 0 else -float(low[slot, first]) for slot, sign in lookup.plan]
+            # query's is minus the slot's, at most offset_h - partial with offset_h = -low (the same for every
+            # block screened over as many groups)
+            if first not in offsets:
+                offsets[first] = [
+                    float(high[s, first]) if sign > 0 else -float(low[s, first]) for s, sign in lookup.plan
+                ]
             thresholds = (best_values[:, -1] - slack).tolist()  # the same doubles as 0-d tensors, fewer calls
-            columns = scratch.reaching(partial, lookup.plan, offsets, thresholds)
+            columns = scratch.reaching(partial, lookup.plan, offsets[first], thresholds)
         if columns.numel():
             index = None if rest is None else rest(columns)
             found = lookup.finish(partial[:, columns], view, columns, first, index)
@@ -213,8 +218,13 @@ def after_step(
     powers = (1, 2, 4) if off_pair and H == 1 else (1, 2) if off_pair else (1,)
     three = off_pair and H == 2  # the sum of the two heads' scores rides along as a third row of each part
     buffer = torch.empty(0, **like)  # (K, 3, rows) with three: reused while parts keep their length
+    packed_terms: dict[tuple[int, float], list[torch.Tensor]] = {}  # the same for every packed block of a pass
     for view in views():
-        terms = [_term_sizes(view, r) for r in reach]  # (H,) each
+        if view.rows is None:
+            key = (view.main, view.scale)
+            terms = packed_terms.setdefault(key, [_term_sizes(view, r) for r in reach])  # (H,) each
+        else:
+            terms = [_term_sizes(view, r) for r in reach]
         rows = view.stop - view.start
         if direct:
             if three:
