@@ -85,6 +85,9 @@ typedef double pair_of_doubles __attribute__((vector_size(16), aligned(8)));
 /* Blocks with fewer rows than this take lookup_one per slot: interleaving two slots' tables would cost more. */
 #define INTERLEAVE_FROM 256
 
+/* Groups whose interleaved tables (4 KiB each) are read together: 32 KiB, within the first-level cache. */
+#define PAIRED_GROUPS 8
+
 /* The two slots' tables of groups [0, groups) interleaved into pairs (groups, 256): a buffer the caller frees,
  * NULL where memory is short (the caller then reads the tables apart). */
 static pair_of_doubles *interleave(const double *table, const double *other, int64_t groups) {
@@ -130,13 +133,18 @@ static void lookup_pairs(const pair_of_doubles *pairs, const uint8_t *index, int
     }
 }
 
-/* Two slots reading each byte once: interleaved (lookup_pairs) where the block is large enough and memory
- * allows, else lookup_one for each. */
+/* Two slots reading each byte once: interleaved (lookup_pairs), PAIRED_GROUPS groups at a time, where the block
+ * is large enough and memory allows, else lookup_one for each. Each row's terms are added in group order
+ * either way. */
 static void lookup_two(const double *table, const double *other, const uint8_t *index, int64_t groups,
                        int64_t rows, int64_t stride, double *sums, double *other_sums, int fresh) {
     pair_of_doubles *pairs = rows >= INTERLEAVE_FROM ? interleave(table, other, groups) : NULL;
-    if (pairs) {
-        lookup_pairs(pairs, index, groups, rows, stride, sums, other_sums, fresh);
+    if (pairs) { /* the groups a few at a time, their tables in the first-level cache; the sums continue in memory */
+        for (int64_t first = 0; first < groups; first += PAIRED_GROUPS) {
+            int64_t count = groups - first < PAIRED_GROUPS ? groups - first : PAIRED_GROUPS;
+            lookup_pairs(pairs + first * 256, index + first * stride, count, rows, stride, sums, other_sums,
+                         first == 0 ? fresh : 0);
+        }
         free(pairs);
         return;
     }
