@@ -353,9 +353,8 @@ class Pull:
         out = self.dense.clone()
         hist = self._histograms()
         if hist is not None:
-            signs = BYTE_SIGNS.to(
-                device=hist.device, dtype=hist.dtype
-            )  # (256, 8): +1 for a clear bit, -1 for a set one
+            # (256, 8): +1 for a clear bit, -1 for a set one, so each coordinate is its signed sum of the bins
+            signs = BYTE_SIGNS.to(device=hist.device, dtype=hist.dtype)
             coordinates = (hist @ signs).reshape(self.columns, -1)[:, : self.main]
             out[:, : self.main] += self.scale * coordinates
         return out
