@@ -243,8 +243,13 @@ def test_the_launch_link_opens_a_notebook_with_code_cells(lab: Lab, tab: _chromi
     except TimeoutError:
         pytest.fail(f"no kernel started for {chapter}: {tab.evaluate(PANEL)}")
     tab.screenshot(ROOT / "_build" / "screenshots" / "jupyterlab.png", max_height=900)
-    # JupyterLab 4 may name a notebook's session ``<folder>/<uuid>`` with the file in ``name``.
+    # JupyterLab 4 may name a notebook's session ``<folder>/<uuid>`` with the file in ``name``. The panel may show
+    # the kernel before the server lists its session (a busy host): the list is read until it does, or 30 s pass.
+    deadline = time.monotonic() + 30.0
     sessions = lab.api("sessions")
+    while not any(_session_is_for(s, chapter) for s in sessions) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        sessions = lab.api("sessions")
     assert any(_session_is_for(s, chapter) for s in sessions), sessions
 
 
