@@ -7,25 +7,27 @@ built from an older ``_loops.c`` (a pull without a rebuild) and use the tensor c
 """
 
 import hashlib
-import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 SOURCE = "xorlib/_loops.c"
 DIGEST = hashlib.sha256((Path(__file__).resolve().parent / SOURCE).read_bytes()).hexdigest()[:16]
 
-# No multiply-add contraction: the loops keep the tensor calls' roundings (a square, then a sum).
-FLAGS = [] if sys.platform == "win32" else ["-ffp-contract=off"]
+
+class BuildWithoutContraction(build_ext):
+    """GCC-like compilers (gcc, clang, MinGW) build without multiply-add contraction: a product stays rounded before
+    any addition, as the tensor calls round it (a safeguard: the loops store their squares before adding them)."""
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for extension in self.extensions:
+                extension.extra_compile_args = [*extension.extra_compile_args, "-ffp-contract=off"]
+        super().build_extensions()
+
 
 setup(
-    ext_modules=[
-        Extension(
-            "xorlib._loops",
-            [SOURCE],
-            define_macros=[("XORLIB_SOURCE", f'"{DIGEST}"')],
-            extra_compile_args=FLAGS,
-            optional=True,
-        )
-    ]
+    ext_modules=[Extension("xorlib._loops", [SOURCE], define_macros=[("XORLIB_SOURCE", f'"{DIGEST}"')], optional=True)],
+    cmdclass={"build_ext": BuildWithoutContraction},
 )

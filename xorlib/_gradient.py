@@ -181,8 +181,7 @@ def _opposite_heads(
     queries = lookup.queries
     like = {"dtype": queries.dtype, "device": queries.device}
     top = torch.full((2,), -torch.inf, **like)  # running maximum of s and of -s
-    sums = torch.zeros(2, 2, **like)  # [head, power]: sum of e^{power (x - top)} over the dense blocks
-    pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2
+    pull = Pull(4, queries.shape[1], queries)  # columns A, A^2, B, B^2; their sums are its totals
     buffer = None
     for view in _wide_views(views):
         s = (queries[:1] @ view.rows.T)[0] if view.rows is not None else lookup.distinct_scores(view)[0]
@@ -191,7 +190,6 @@ def _opposite_heads(
             grown = torch.maximum(top, high)
             factor = torch.exp(top - grown)
             factors = torch.stack([factor, factor * factor], dim=1)  # (head, power)
-            sums *= factors
             pull.scale_(factors.reshape(-1))
             top = grown
         if buffer is None or buffer.shape[1] < s.shape[0]:
@@ -199,13 +197,8 @@ def _opposite_heads(
         weights = buffer[:, : s.shape[0]]
         torch.sub(s, top[0], out=weights[0]).exp_()  # A = e^{s - M}
         torch.sub(-top[1], s, out=weights[1]).exp_()  # B = e^{-s - M'}
-        if view.rows is not None:  # a dense block: its sums here (a packed block's are read off the bins)
-            squared = torch.stack([weights[0], weights[0] * weights[0], weights[1], weights[1] * weights[1]])
-            sums += squared.sum(-1).view(2, 2)
-            pull.add(view, squared)
-        else:
-            pull.add_squares(view, weights)
-    sums += pull.totals().view(2, 2)
+        pull.add_squares(view, weights)
+    sums = pull.totals().view(2, 2)  # [head, power]: sum of e^{power (x - top)}
     d = views.d
     lse_1, lse_2 = sums.log().add_(top.unsqueeze(1) * torch.tensor([1.0, 2.0], **like)).unbind(1)  # lse(x), lse(2x)
     flat = torch.tensor(math.log(d), **like)

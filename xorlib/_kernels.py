@@ -10,9 +10,9 @@ results are the same bit for bit (``tests/core/test_kernels.py``):
 * a histogram bin adds its weights one at a time in the order of the rows, as ``scatter_add_`` and
   ``torch.bincount`` add them (:class:`xorlib._packed.Pull`, the authors' gradient); the four-column histogram
   of the split start (:meth:`xorlib._packed.Pull.add_squares`) squares two of its columns itself, each square
-  one rounded product as ``torch.mul`` takes it (no multiply-add contraction: ``setup.py``);
-* two distinct queries' tables are read side by side, one 16-byte load and addition for both, each part's
-  addition the scalar one;
+  one rounded product, stored before it is added, as ``torch.mul`` then ``scatter_add_`` take them;
+* two distinct queries' tables are read side by side on blocks of 256 rows or more, one 16-byte load and
+  addition for both, each part's addition the scalar one;
 * the screen of partial scores (:func:`xorlib._stream.top_scores`) does, row by row, the additions and
   comparisons of its tensor calls, and keeps the rows in order as ``nonzero`` does;
 * the codes' transposition, pairing, halves and wholes are byte copies and flips
@@ -23,7 +23,7 @@ hand; :data:`AVAILABLE` says whether it was built, and the callers use the tenso
 other devices). It records the digest of the ``_loops.c`` it was built from (``setup.py``): a library built from
 another one (a pull without a rebuild, whose loops may take other arguments) is not called, and a warning says so.
 Callers pass arrays on the CPU, contiguous but for byte indices (rows of any stride, each row contiguous); the
-wrappers check dtypes and layout, not sizes.
+wrappers check dtypes and layout (and the histogram of squares its shapes), not sizes.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ def exp_sums(
 
     All are shifted by the same maximum :math:`M` (``top``): :math:`e^{2(x_k - M)}` is the square of
     :math:`e^{x_k - M}`, :math:`e^{4(x_k - M)}` the square of that. A row of :math:`-\infty` (masked) sums to
-    :math:`-\infty`. ``in_place``: ``x`` (contiguous) is overwritten by the exponentials (no temporary; the
-    same numbers). ``raise_low=False``: the caller knows that no argument is below :func:`lowest_argument`'s
+    :math:`-\infty`. ``in_place``: ``x`` (contiguous) is overwritten (by the exponentials, or their squares
+    where the powers reach 4; no temporary, the same numbers). ``raise_low=False``: the caller knows that no argument is below :func:`lowest_argument`'s
     floor, so raising them to it would change nothing (:func:`clamp_changes_nothing`), and it is skipped; every
     entry is then finite, and so is every row's maximum (no masked row to guard).
     """
@@ -79,7 +79,7 @@ def lowest_argument(powers: tuple[int, ...]) -> float:
 
 def clamp_changes_nothing(lows: list[float], tops: list[float], powers: tuple[int, ...]) -> bool:
     r"""Whether rows whose entries are at least ``lows``, shifted by their maxima ``tops``, all stay at or above
-    :func:`lowest_argument`: the float difference is monotone, so :math:`x - M \ge \text{fl}(\text{low} - M)`."""
+    :func:`lowest_argument`: rounding is monotone, so :math:`\text{fl}(x - M) \ge \text{fl}(\text{low} - M)`."""
     floor = lowest_argument(powers)
     return all(low - top >= floor for low, top in zip(lows, tops, strict=True))
 

@@ -5,10 +5,10 @@
  *
  * Each does the arithmetic of the tensor calls it replaces, in the same order, so the results are the
  * same bit for bit (tests/core/test_kernels.py): additions and comparisons, byte copies, and the squares
- * the tensor calls take with torch.mul (setup.py builds without multiply-add contraction, so a square
- * stays one rounded product). What the loops change is how memory is read: eight bytes as one word,
- * running sums in registers, two tables' entries side by side, a tile of weights that stays in the
- * first-level cache, several tensor calls' passes in one.
+ * the tensor calls take with torch.mul (each one rounded product, stored before it is added; setup.py also
+ * builds without multiply-add contraction). What the loops change is how memory is read: eight bytes as
+ * one word, running sums in registers, two tables' entries side by side, a tile of weights that stays in
+ * the first-level cache, several tensor calls' passes in one.
  * Arrays come C-contiguous, but for byte indices with a row stride.
  * Built by setuptools as an optional extension (setup.py): where it is missing, the tensor calls run.
  * Plain C, no Python headers: the file is only ever loaded by ctypes, never imported.
@@ -27,25 +27,16 @@ const char *xorlib_source(void) { return XORLIB_SOURCE; }
 #include <emmintrin.h> /* the transposition's byte shuffles (every x86-64 has them) */
 #endif
 
-/* Byte k of a word read from memory (eight bytes, or four for HALF_BYTE_AT): the byte at address + k,
- * on either byte order. */
+/* Byte k of a word of eight bytes read from memory: the byte at address + k, on either byte order. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define BYTE_AT(word, k) ((unsigned)((word) >> (56 - 8 * (k))) & 255u)
-#define HALF_BYTE_AT(word, k) ((unsigned)((word) >> (24 - 8 * (k))) & 255u)
 #else
 #define BYTE_AT(word, k) ((unsigned)((word) >> (8 * (k))) & 255u)
-#define HALF_BYTE_AT(word, k) ((unsigned)((word) >> (8 * (k))) & 255u)
 #endif
 
 static inline uint64_t word_at(const uint8_t *bytes) {
     uint64_t word;
     memcpy(&word, bytes, 8);
-    return word;
-}
-
-static inline uint32_t half_word_at(const uint8_t *bytes) {
-    uint32_t word;
-    memcpy(&word, bytes, 4);
     return word;
 }
 
@@ -262,9 +253,9 @@ int64_t xorlib_squares_rows(void) { return SQUARES_ROWS; }
 /* A bin of four columns, added at once (each part's addition is the scalar one). */
 typedef double four_doubles __attribute__((vector_size(32), aligned(8)));
 
-/* Where the C library has indirect functions (glibc, x86-64), the four-column histogram is built twice, with
- * AVX2 (one 32-byte load, addition and store per bin) and without, and the loader picks what the CPU has. The
- * arithmetic is the same IEEE additions and multiplications (setup.py builds with -ffp-contract=off). */
+/* Built by GCC for glibc on x86-64 (which has indirect functions), the four-column histogram comes twice, with
+ * AVX2 (one 32-byte load, addition and store per bin) and without, and the loader picks what the CPU has; other
+ * compilers and systems build it once, without. The arithmetic is the same IEEE additions and multiplications. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 #define BOTH_WIDTHS __attribute__((target_clones("avx2", "default")))
 #else
@@ -298,7 +289,7 @@ void xorlib_histogram_squares(double *bins, int64_t groups, const uint8_t *index
     }
 }
 
-/* The transposition of a drawn block's bytes: sixteen rows by sixteen groups at a time where SSE2 is at hand. */
+/* The codes' bytes: their transposition, pairing, halves and wholes. */
 #ifdef __SSE2__
 /* Sixteen rows of sixteen bytes (row stride src_stride) transposed: column c (c < columns) to
  * dst + c * dst_stride, sixteen bytes each. Four rounds of interleaving, of bytes, pairs, quads and eights. */

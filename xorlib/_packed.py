@@ -138,10 +138,10 @@ class Lookup:
             stop = min(rows, start + LOOKUP_ROWS)
             part = looked_up[: stop - start]
             bytes_ = index[:groups, start:stop].unbind(0)  # one call for all the groups' rows (fewer tensor calls)
-            for out, table in zip(found[:, start:stop].unbind(0), tables, strict=True):
-                torch.index_select(table[0], 0, bytes_[0], out=out)
+            for sums, table in zip(found[:, start:stop].unbind(0), tables, strict=True):
+                torch.index_select(table[0], 0, bytes_[0], out=sums)
                 for group in range(1, groups):
-                    out += torch.index_select(table[group], 0, bytes_[group], out=part)
+                    sums += torch.index_select(table[group], 0, bytes_[group], out=part)
         return found
 
     def _table_rows(self, main: int, scale: float) -> list[tuple[torch.Tensor, ...]]:
@@ -199,16 +199,14 @@ class Lookup:
         if view.rows is not None:
             return self.queries @ view.rows.T if out is None else torch.matmul(self.queries, view.rows.T, out=out)
         if not self.distinct:
-            zeros = self.queries.new_zeros(len(self.plan), view.stop - view.start)
-            return zeros if out is None else out.copy_(zeros)
+            return self.queries.new_zeros(len(self.plan), view.stop - view.start) if out is None else out.zero_()
         if self.identity:
             return self.distinct_scores(view, out=out)
-        found = self.assemble(self.distinct_scores(view))
-        return found if out is None else out.copy_(found)
+        return self.assemble(self.distinct_scores(view), out)
 
-    def assemble(self, found: torch.Tensor) -> torch.Tensor:
-        """All rows ``(heads, rows)`` from the distinct ones' scores ``(distinct, rows)``."""
-        out = found.new_empty(len(self.plan), found.shape[1])
+    def assemble(self, found: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """All rows ``(heads, rows)`` from the distinct ones' scores ``(distinct, rows)`` (into ``out``, if given)."""
+        out = found.new_empty(len(self.plan), found.shape[1]) if out is None else out
         for head, (slot, sign) in enumerate(self.plan):
             if slot < 0:
                 out[head].zero_()
@@ -235,6 +233,7 @@ class Pull:
     def __init__(self, columns: int, m: int, like: torch.Tensor) -> None:
         self.columns, self.m = columns, m
         self.dense = like.new_zeros(columns, m)
+        self.dense_totals = like.new_zeros(columns)  # the columns' sums over the dense blocks
         self.pairs: torch.Tensor | None = None  # (columns // 2, groups, 256) complex
         self.single: torch.Tensor | None = None  # (groups, 256) real, for an odd last column
         self.quads: torch.Tensor | None = None  # (groups, 256, 4): add_squares' bins from bytes (compiled)
@@ -246,8 +245,12 @@ class Pull:
     def add(self, view: BlockView, weights: torch.Tensor | list[torch.Tensor]) -> None:
         """Add a block's weights: ``(columns, rows)``, or a list of ``columns`` rows."""
         if view.rows is not None:
-            self.dense += (weights if isinstance(weights, torch.Tensor) else torch.stack(weights)) @ view.rows
+            block = weights if isinstance(weights, torch.Tensor) else torch.stack(weights)
+            self.dense += block @ view.rows
+            self.dense_totals += block.sum(-1)
             return
+        if self.quads is not None:
+            raise ValueError("a Pull takes packed blocks either as bytes through add_squares or through add, not both")
         index = view.byte_index()
         groups, paired = index.shape[0], self.columns // 2 if weights[0].dtype == torch.float64 else 0
         if self.pairs is None and self.single is None:
@@ -265,8 +268,14 @@ class Pull:
         On bytes, one compiled call squares and histograms them (:func:`xorlib._kernels.histogram_squares`);
         otherwise the squares are taken as tensors and added by :meth:`add`. The same additions either way.
         """
+        if self.columns != 4:
+            raise ValueError(f"add_squares adds four columns (a, a^2, b, b^2) to a Pull of four, not {self.columns}")
         index = None if view.rows is not None else view.byte_index()
         if index is not None and index.dtype == torch.uint8 and base.dtype == torch.float64:
+            if self.pairs is not None:
+                raise ValueError(
+                    "a Pull takes packed blocks either as bytes through add_squares or through add, not both"
+                )
             if self.quads is None:
                 self.main, self.scale = view.main, view.scale
                 self.quads = base.new_zeros(index.shape[0], 256, 4)
@@ -326,6 +335,7 @@ class Pull:
     def scale_(self, factors: torch.Tensor) -> None:
         """Multiply every column's accumulated sums by its factor ``(columns,)``."""
         self.dense *= factors.unsqueeze(1)
+        self.dense_totals *= factors
         if self.pairs is not None:
             parts = torch.view_as_real(self.pairs)  # (pairs, groups, 256, 2)
             parts *= factors[: 2 * self.pairs.shape[0]].view(-1, 1, 1, 2)
@@ -335,19 +345,19 @@ class Pull:
 
     def _histograms(self) -> torch.Tensor | None:
         """Every column's bins ``(columns, groups, 256)`` (``None`` before a packed block)."""
-        parts = []
-        if self.pairs is not None:
-            groups = self.pairs.shape[1]
-            pairs = torch.view_as_real(self.pairs).permute(0, 3, 1, 2).reshape(-1, groups, 256)
-            parts.append(torch.cat([pairs, self.single]))
-        if self.quads is not None:
-            parts.append(self.quads.permute(2, 0, 1).contiguous())  # the layout of the others: the same reductions
-        return None if not parts else parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        if self.quads is not None:  # the layout of the others, so the same reductions follow
+            return self.quads.permute(2, 0, 1).contiguous()
+        if self.pairs is None:
+            return None
+        groups = self.pairs.shape[1]
+        pairs = torch.view_as_real(self.pairs).permute(0, 3, 1, 2).reshape(-1, groups, 256)
+        return torch.cat([pairs, self.single])
 
     def totals(self) -> torch.Tensor:
-        """The columns' sums of weights over the packed blocks ``(columns,)``: every row falls in one bin of group 0."""
+        """The columns' sums of weights ``(columns,)``: the dense blocks' sums, and the packed blocks' read off the bins
+        (every row falls in one bin of group 0)."""
         hist = self._histograms()
-        return self.dense.new_zeros(self.columns) if hist is None else hist[:, 0].sum(-1)
+        return self.dense_totals.clone() if hist is None else self.dense_totals + hist[:, 0].sum(-1)
 
     def result(self) -> torch.Tensor:
         out = self.dense.clone()

@@ -217,19 +217,20 @@ def after_step(
     longest = 0
     powers = (1, 2, 4) if off_pair and H == 1 else (1, 2) if off_pair else (1,)
     three = off_pair and H == 2  # the sum of the two heads' scores rides along as a third row of each part
-    buffer = torch.empty(0, **like)  # (K, 3, rows) with three: reused while parts keep their length
-    packed_terms: dict[tuple[int, float], list[torch.Tensor]] = {}  # the same for every packed block of a pass
+    buffers: dict[tuple[int, int], torch.Tensor] = {}  # with three: (K, 3, n) by (K, n), reused part to part
+    packed_terms: dict[tuple[int, float], list[torch.Tensor]] = {}
     for view in views():
-        if view.rows is None:
+        if view.rows is not None:
+            terms = [_term_sizes(view, r) for r in reach]  # (H,) each
+        else:  # packed: the same for every block of the pass
             key = (view.main, view.scale)
-            terms = packed_terms.setdefault(key, [_term_sizes(view, r) for r in reach])  # (H,) each
-        else:
-            terms = [_term_sizes(view, r) for r in reach]
+            if key not in packed_terms:
+                packed_terms[key] = [_term_sizes(view, r) for r in reach]
+            terms = packed_terms[key]
         rows = view.stop - view.start
         if direct:
             if three:
-                buffer = buffer if buffer.shape[-1] == rows else torch.empty(1, 3, rows, **like)
-                whole = buffer
+                whole = _buffer(buffers, 1, rows, like)
                 stepped(view, out=whole[0, :H])
             else:
                 whole = stepped(view).unsqueeze(0)  # (1, H, rows), a fresh tensor: masked in place below
@@ -245,8 +246,7 @@ def after_step(
             else:
                 n = min(size, rows - part)
                 if three:
-                    buffer = buffer if buffer.shape[-1] == n else torch.empty(K, 3, n, **like)
-                    rows_of = buffer
+                    rows_of = _buffer(buffers, K, n, like)
                     torch.addcmul(s[:, part : part + n], k, t[:, part : part + n], out=rows_of[:, :H])
                 else:
                     rows_of = torch.addcmul(s[:, part : part + n], k, t[:, part : part + n])  # (K, H, n)
@@ -267,9 +267,7 @@ def after_step(
                 for slot, position in enumerate((u, v))
                 if start <= position < start + after.shape[-1]
             ]
-            if inside:
-                if not three:
-                    rows_of = after = after.clone() if keep_scores or not direct else after
+            if inside:  # the part is masked in place: a fresh tensor or a buffer (kept scores were cloned above)
                 for slot, offset in inside:
                     at_pair[..., slot] = after[..., offset]
                 rows_of[..., [offset for _, offset in inside]] = -torch.inf  # the third row too: the heads' sum
@@ -306,6 +304,13 @@ def after_step(
         direction_values=found_values.index_select(0, heads) if direction_top else None,
         direction_index=found_index.index_select(0, heads) if direction_top else None,
     )  # fmt: skip
+
+
+def _buffer(buffers: dict[tuple[int, int], torch.Tensor], K: int, n: int, like: dict) -> torch.Tensor:
+    """A ``(K, 3, n)`` buffer from ``buffers``, made the first time that shape is asked for."""
+    if (K, n) not in buffers:
+        buffers[K, n] = torch.empty(K, 3, n, **like)
+    return buffers[K, n]
 
 
 def _term_sizes(view: BlockView, magnitudes: torch.Tensor) -> torch.Tensor:

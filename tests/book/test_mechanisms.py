@@ -159,11 +159,12 @@ def test_the_export_includes_what_the_book_shows_of_a_file() -> None:
     lookup = export(":language: c\n:start-at: /* One slot\n:end-before: /* Two slots\n")
     assert lookup.startswith("```c\n/* One slot") and "static void lookup_one(" in lookup
     assert "lookup_two" not in lookup and "#include" not in lookup
-    histogram = export(":language: c\n:start-at: /* bins[g, index[g, r], :]\n:end-before: /* The transposition of\n")
+    histogram = export(":language: c\n:start-at: /* Built by GCC for glibc\n:end-before: /* The codes' bytes\n")
     assert "void xorlib_histogram_squares(" in histogram and "void xorlib_histogram(" not in histogram
+    assert "#define BOTH_WIDTHS" in histogram  # the macro the loop is built with, shown with it
     assert "xorlib_transpose" not in histogram and "#ifdef __SSE2__" not in histogram
     chapter = (ROOT / "chapters" / "11_performance.md").read_text()
-    assert ":start-at: /* One slot" in chapter and ":start-at: /* bins[g, index[g, r], :]" in chapter
+    assert ":start-at: /* One slot" in chapter and ":start-at: /* Built by GCC for glibc" in chapter
     # chapter 2: a method, dedented as the book shows it
     method = export(":language: python\n:pyobject: TwoHeadModel.forward\n:dedent:\n", "../xorlib/model.py")
     assert method.startswith("```python\n@public\ndef forward(")

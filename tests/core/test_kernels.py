@@ -113,14 +113,18 @@ def test_two_columns_and_their_squares_histogrammed_in_c_equal_the_tensor_calls(
             compiled.scale_(factors)
             tensors.scale_(factors)
     assert compiled.quads is not None and tensors.quads is None  # the two paths were taken
+    with pytest.raises(ValueError, match="either as bytes through add_squares or through add"):
+        compiled.add(_view(index, m), torch.rand(4, rows, dtype=torch.float64))  # one kind of bins per Pull
+    with pytest.raises(ValueError, match="either as bytes through add_squares or through add"):
+        tensors.add_squares(_view(index, m), base)
+    with pytest.raises(ValueError, match="a Pull of four, not 2"):
+        Pull(2, m, like).add_squares(_view(index, m), base)
     assert torch.equal(compiled._histograms(), tensors._histograms())
     assert torch.equal(compiled.totals(), tensors.totals())
     assert torch.equal(compiled.result(), tensors.result())
 
 
 def test_the_histogram_of_squares_refuses_arrays_it_cannot_read() -> None:
-    if not _kernels.AVAILABLE:
-        pytest.skip("the compiled loops were not built")
     index = _bytes(2, 10, seed=0)
     weights = torch.rand(2, 10, dtype=torch.float64)
     with pytest.raises(ValueError, match=r"bins \(2, 256, 4\)"):

@@ -17,10 +17,10 @@ import pytest
 import torch
 from _tolerance import assert_close, gamma
 
-from xorlib import one_step
+from xorlib import _stream, one_step
 from xorlib._candidates import after_from_candidates, direction_pass
 from xorlib._gradient import head_stats, population_gradient, start_and_gradient
-from xorlib._logsums import clamp_changes_nothing, exp_sums
+from xorlib._logsums import UNDERFLOW, clamp_changes_nothing, exp_sums
 from xorlib._packed import Lookup, Pull, _byte_index, _pair_columns, half_columns, whole_columns
 from xorlib._source import CodeSource
 from xorlib._stream import after_step, top_scores
@@ -145,7 +145,8 @@ def test_pull_equals_the_dense_product(d: int, m: int, columns: int) -> None:
 @pytest.mark.parametrize(("d", "m"), SIZES)
 def test_pull_of_two_columns_and_their_squares_equals_the_dense_product(d: int, m: int) -> None:
     """Pull.add_squares adds (a, a^2, b, b^2) (compiled where the loops were built) and Pull.totals reads the
-    columns' sums off the bins: both are the dense sums, within the rounding of a sum over d positions."""
+    packed blocks' sums off the bins (the dense blocks' are summed as they come): both are the dense sums, within
+    the rounding of a sum over d positions."""
     codes = Codes(d, m, seed=5)
     dense = codes.dense()
     base = torch.rand(2, d, dtype=torch.float64, generator=torch.Generator().manual_seed(d))
@@ -154,9 +155,7 @@ def test_pull_of_two_columns_and_their_squares_equals_the_dense_product(d: int, 
     for view in CodeSource(codes, torch.device("cpu"))():
         pull.add_squares(view, base[:, view.start : view.stop])
     assert_close(pull.result(), four @ dense, operations=d + 2, scale=four.abs() @ dense.abs())
-    packed = [view for view in CodeSource(codes, torch.device("cpu"))() if view.rows is None]
-    in_packed = sum((four[:, view.start : view.stop].sum(-1) for view in packed), torch.zeros(4, dtype=torch.float64))
-    assert_close(pull.totals(), in_packed, operations=d + 1, scale=four.abs().sum(-1))
+    assert_close(pull.totals(), four.sum(-1), operations=d + 1, scale=four.abs().sum(-1))  # dense blocks' too
 
 
 def _dense_gradient(model: ModelConfig, q: torch.Tensor, pair: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -347,16 +346,52 @@ def test_log_sums_in_place_and_without_the_floor_are_the_same_numbers() -> None:
     assert clamp_changes_nothing(low.view(-1).tolist(), top.view(-1).tolist(), (1,))  # -500 > -680
     overwritten = deep.clone()
     assert torch.equal(exp_sums(overwritten, top, powers, in_place=True), exp_sums(deep, top, powers))
-    assert float(overwritten[0, 1, 7]) == math.exp(-340.0)  # raised to the floor (the exponentials are left in x)
+    floor = torch.full((8,), -340.0, dtype=torch.float64).exp_()[0]  # torch's exponential of the floor
+    assert torch.equal(overwritten[0, 1, 7], floor)  # raised to it (the exponentials are left in x)
 
 
-def test_scores_written_into_a_given_tensor_are_the_fresh_ones() -> None:
-    codes = Codes(5000, 24, seed=2)
-    queries = torch.randn(3, 24, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    queries[2] = -queries[0]  # a negated head: assembled, then written
-    for rows in (queries[:2], queries):
+@pytest.mark.parametrize(("d", "m"), [(5000, 24), (5001, 41)])  # odd d: the tail rows are a dense block
+def test_scores_written_into_a_given_tensor_are_the_fresh_ones(d: int, m: int) -> None:
+    codes = Codes(d, m, seed=2)
+    queries = torch.randn(3, m, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    queries[2] = -queries[0]  # a negated head: assembled into out
+    dense_seen = False
+    for rows in (queries[:2], queries, torch.zeros(2, m, dtype=torch.float64)):  # distinct, assembled, all zero
         lookup = Lookup(rows)
         for view in CodeSource(codes, torch.device("cpu"))():
-            out = torch.empty(rows.shape[0], view.stop - view.start, dtype=torch.float64)
+            dense_seen |= view.rows is not None
+            out = torch.full((rows.shape[0], view.stop - view.start), torch.nan, dtype=torch.float64)
             assert lookup(view, out=out) is out
             assert torch.equal(out, lookup(view))
+    assert dense_seen == bool(d % 2)
+
+
+@pytest.mark.parametrize("kappa", [30.0, 3000.0])  # scores well within the exponentials' floor, and beyond it
+def test_the_floor_skipped_where_it_is_not_reached_changes_no_bit_of_the_step(kappa: float, monkeypatch) -> None:
+    """after_step skips the floor of exp_sums where each row's least entry (the third row: the sum of the heads'
+    least) shows it is not reached: forcing the floor everywhere gives the same summaries, bit for bit."""
+    d, m = 2 * BLOCK + 10, 16
+    model = ModelConfig(d, "split", m=m, code_seed=3, init_seed=3)
+    pair = (5, BLOCK + 7)  # in two different blocks
+    q = model.initial_queries()
+    views = CodeSource(model.codes, torch.device("cpu"))
+    at_pair = model.codes.rows(list(pair))
+    _, grad = start_and_gradient(views, q, pair, q @ at_pair.T, *model.readout)
+    direction = -(d**2 / model.readout[1]) * grad
+    kappas = [torch.tensor([kappa], dtype=torch.float64), torch.tensor([kappa, kappa / 2], dtype=torch.float64)]
+
+    def summaries() -> list:
+        steps = [after_step(views, q, direction, k, pair, d, off_pair=True) for k in kappas]
+        return [[getattr(s, f) for f in ("lse", "log_weight_u", "log_weight_v", "log_rest", "biggest")] for s in steps]
+
+    answers = []
+    check = _stream.clamp_changes_nothing
+    monkeypatch.setattr(_stream, "clamp_changes_nothing", lambda *args: answers.append(check(*args)) or answers[-1])
+    skipped = summaries()
+    assert all(answers) if kappa < 1000 else not all(answers)  # skipped at the small step, not where it is reached
+    monkeypatch.setattr(_stream, "clamp_changes_nothing", lambda *args: False)
+    forced = summaries()
+    for got, want in zip(skipped, forced, strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    reaches = float(skipped[0][4].max()) * 2 > -UNDERFLOW / 2  # a head's range exceeds the floor at kappa = 3000
+    assert reaches == (kappa > 1000)
