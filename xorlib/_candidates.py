@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._logsums import LogSums, exp_sums, log_weight_error
+from ._logsums import LogSums, exp_sums, log_weight_error, with_doubled_row
 from ._moments import OffPair
 from ._packed import Lookup
 from ._source import Views
@@ -229,7 +229,7 @@ def after_from_candidates(
             cross = others[:, 0] + others[:, 1]
             sums = torch.cat([sums, exp_sums(cross, highest(cross), powers).unsqueeze(-1)], dim=-1)
         else:
-            sums = torch.stack([torch.cat([sums[0], sums[1]], dim=-1), torch.cat([sums[1], sums[2]], dim=-1)])
+            sums = with_doubled_row(sums)
         parts.add(sums)
     sums, depth = parts.total()
     heads = torch.tensor([0, H - 1], device=queries.device)

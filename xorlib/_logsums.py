@@ -84,6 +84,13 @@ def clamp_changes_nothing(lows: list[float], tops: list[float], powers: tuple[in
     return all(low - top >= floor for low, top in zip(lows, tops, strict=True))
 
 
+def with_doubled_row(sums: torch.Tensor) -> torch.Tensor:
+    r"""One head's off-pair log-sums ``(3, ..., 1)`` of :func:`exp_sums` with powers (1, 2, 4) as rows for the head
+    and its cross row ``(2, ..., 2)``: the cross row of equal heads is :math:`2x`, so its sums are those of
+    :math:`2x` and :math:`4x`."""
+    return torch.stack([torch.cat([sums[0], sums[1]], dim=-1), torch.cat([sums[1], sums[2]], dim=-1)])
+
+
 class LogSums:
     r"""Log-sums of parts, combined pairwise as they come (``logaddexp`` on a binary counter).
 

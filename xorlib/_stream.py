@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from . import _kernels as kernels
-from ._logsums import LogSums, clamp_changes_nothing, exp_sums, log_weight_error
+from ._logsums import LogSums, clamp_changes_nothing, exp_sums, log_weight_error, with_doubled_row
 from ._moments import Deviations, OffPair
 from ._packed import BlockView, Lookup
 from ._source import Views
@@ -279,7 +279,7 @@ def after_step(
             raise_low = bool(inside) or not clamp_changes_nothing(lows, highs.view(-1).tolist(), powers)
             sums = exp_sums(rows_of, highs, powers, in_place=rows_of.is_contiguous(), raise_low=raise_low)
             if off_pair and H == 1:  # the cross row is twice the head's: its sums are those of 2x and 4x
-                sums = torch.stack([torch.cat([sums[0], sums[1]], dim=-1), torch.cat([sums[1], sums[2]], dim=-1)])
+                sums = with_doubled_row(sums)
             parts.add(sums)
     running, depth = parts.total()
     heads = torch.tensor([0, H - 1], device=queries.device)  # distinct head of each head
