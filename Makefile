@@ -4,6 +4,10 @@
 # Everything runs inside .venv, created here from the pinned requirements.txt (--no-compile: Python compiles only the
 # modules it imports, on first import, instead of pip compiling every file of every package: about 15 s less). The
 # package itself builds with the pinned setuptools of the venv (--no-build-isolation: no second environment).
+# jsonschema's IRI checker (rfc3987-syntax and its lark), which pip installs for jupyter-events'
+# jsonschema[format-nongpl], is removed again: it builds 38 parsers whenever jsonschema is imported (0.8 s in every
+# Jupyter Book, JupyterLab, nbformat and grader process, about twenty in make test), and no Jupyter schema uses the
+# two formats it checks (jsonschema leaves them unchecked without it). binder/postBuild removes it too.
 
 PYTHON ?= python3
 # Python writes each module's bytecode (__pycache__) on first import, also where the environment sets
@@ -29,6 +33,7 @@ $(STAMP): requirements.txt pyproject.toml setup.py xorlib/_loops.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"  # the newest pip installs the requirements faster
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax lark
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	$(BIN)/python binder/lab_setup.py >/dev/null  # the kernel named as the chapters name it, before any build
 	touch $(STAMP)

@@ -3,7 +3,9 @@
 * every chapter is there (its title in the text);
 * no fold was printed closed ("Click to show");
 * nothing is drawn past the right margin: on each page rendered at 60 dpi (grey), the rightmost ink is within the
-  page less its right margin (what overflows a page in print is cut there).
+  page less its right margin (what overflows a page in print is cut there);
+* no decoration is printed as a picture (``pdfimages``): Chromium prints a box's shadow or a blurred clip as a grey
+  image, while the book's figures are in colour.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ SLACK_PX = 3
 
 
 def _tools() -> None:
-    for tool in ("pdftotext", "pdftoppm"):
+    for tool in ("pdftotext", "pdftoppm", "pdfimages"):
         if shutil.which(tool) is None:
             _chromium.unavailable(f"{tool} is not installed (apt-get install -y poppler-utils)")
 
@@ -45,6 +47,7 @@ class Report:
     pages: int
     click_to_show: list[int]  # pages that print a closed fold's hint
     past_margin: list[str]  # "page N: ink at X px, margin at Y px"
+    grey_images: list[str]  # "page N: W x H" of each single-channel picture
 
     def missing(self, titles: list[str]) -> list[str]:
         flat = " ".join(self.text.split())
@@ -71,4 +74,12 @@ def inspect(pdf: Path) -> Report:
             limit = image.width - MARGIN_IN * DPI + SLACK_PX
             if box is not None and box[2] > limit:
                 past.append(f"page {number}: ink at {box[2]} px, margin at {limit:.0f} px")
-    return Report(text=text, pages=len(shots), click_to_show=hints, past_margin=past)
+    return Report(text=text, pages=len(shots), click_to_show=hints, past_margin=past, grey_images=_grey_images(pdf))
+
+
+def _grey_images(pdf: Path) -> list[str]:
+    """``page N: W x H`` of each grey picture drawn in ``pdf`` (``pdfimages -list``: page, number, type, width,
+    height, colour, ...; an image's soft mask is listed as its own row of type ``smask`` and not counted)."""
+    listing = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in listing.splitlines()[2:]]
+    return [f"page {row[0]}: {row[3]} x {row[4]}" for row in rows if row[2] == "image" and row[5] == "gray"]

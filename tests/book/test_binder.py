@@ -11,6 +11,7 @@ installed version, and every requirement of every pinned package is pinned, at a
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -32,6 +33,10 @@ INDEX_LINE = re.compile(r"^\s*--(extra-)?index-url\s+https://download\.pytorch\.
 JUPYTEXT_VIEWER = "Jupytext Notebook"
 # Build tools that pip provides itself and a frozen environment does not pin.
 UNPINNED_OK = {"pip", "setuptools", "wheel"}
+# Pinned, installed by pip for jupyter-events (jsonschema[format-nongpl]), then removed again by `make env` and by
+# binder/postBuild: jsonschema's IRI checker, 0.8 s at each import of jsonschema, for formats no Jupyter schema uses.
+REMOVED = {"rfc3987-syntax": "rfc3987_syntax", "lark": "lark"}
+REMOVE_COMMAND = "pip uninstall --quiet --yes rfc3987-syntax lark"
 
 
 def _lines(path: Path) -> list[str]:
@@ -97,6 +102,8 @@ def test_the_pins_are_complete_and_consistent() -> None:
     environment = default_environment() | {"extra": ""}
     wrong, missing, unsatisfied = [], [], []
     for name, version in sorted(pins.items()):
+        if name in REMOVED:
+            continue
         try:
             installed = Version(metadata.version(name))
         except metadata.PackageNotFoundError:
@@ -118,6 +125,20 @@ def test_the_pins_are_complete_and_consistent() -> None:
     assert not wrong, f"requirements.txt and the environment disagree: {wrong}"
     assert not missing, f"dependencies missing from requirements.txt: {sorted(set(missing))}"
     assert not unsatisfied, f"pins that break a dependency: {unsatisfied}"
+
+
+def test_jsonschemas_iri_checker_is_removed_where_the_book_runs() -> None:
+    """Importing jsonschema (Jupyter Book, JupyterLab, nbformat, the grader) builds no parser: the IRI checker that
+    pip installs for jupyter-events is gone here, and `make env` and Binder's postBuild both remove it."""
+    for module in REMOVED.values():
+        assert importlib.util.find_spec(module) is None, f"{module} is installed: run `make env` again"
+    probe = "import sys, jsonschema; print(sorted(m for m in sys.modules if m.startswith(('rfc3987', 'lark'))))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", loaded
+    for script in (ROOT / "Makefile", BINDER / "postBuild"):
+        assert REMOVE_COMMAND in script.read_text(), f"{script.name} does not remove the IRI checker"
+    pins = _pins(ROOT / "requirements.txt")
+    assert set(REMOVED) <= set(pins), "pip installs them for jupyter-events: pinned, so that what it installs is fixed"
 
 
 def test_overrides_make_jupytext_the_default_viewer_of_markdown() -> None:

@@ -236,7 +236,7 @@ def test_the_single_page_build_replays_the_executed_notebooks_and_prints(fixture
     pdf = _pdf_checks.print_book(single, tmp_path / "book.pdf")
     report = _pdf_checks.inspect(pdf)
     assert report.missing(["A fixture chapter", "A page without code", "Glue, before the conversion"]) == []
-    assert report.click_to_show == [] and report.past_margin == [], report
+    assert report.click_to_show == [] and report.past_margin == [] and report.grey_images == [], report
     assert "Linearity of" in report.text, "the folded proof is printed unfolded"
 
     stale = make_fixture_book(tmp_path / "stale")

@@ -1,8 +1,9 @@
 """The whole-book PDF (``make pdf``: ``_build/html/book.pdf``), read as a reader reads it (issue 21).
 
 Its text (``pdftotext``) has every page of the table of contents, by its title, and no closed fold's "Click to
-show"; its pages, rendered by ``pdftoppm``, have no ink past the right margin. The front page links it. A chapter
-whose printed pages still overflow is listed in ``tests/book/allowlist.yml`` (by chapter, not by page number).
+show"; its pages, rendered by ``pdftoppm``, have no ink past the right margin; its pictures (``pdfimages``) are
+the figures, no printed shadow. The front page links it. A chapter whose printed pages still overflow is listed
+in ``tests/book/allowlist.yml`` (by chapter, not by page number).
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def test_nothing_runs_past_the_right_margin() -> None:
 
     found = [f"a page of {chapter_of(int(item.split()[1].rstrip(':')))}" for item in report.past_margin]
     _allowlist.judge("book.pdf", "past the right margin", found)
+
+
+def test_no_decoration_is_printed_as_a_picture() -> None:
+    """Every picture in the PDF is a figure (in colour): a shadow or a blurred clip printed as a grey image makes
+    the file larger and its printing slower (the print style of ``_static/xorlib.css`` turns them off)."""
+    grey = _report().grey_images
+    assert grey == [], f"{len(grey)} grey pictures in the PDF, the first {grey[:3]}"
 
 
 def test_the_front_page_links_the_pdf() -> None:
