@@ -449,15 +449,16 @@ def _gram_levels(codes: torch.Tensor, a: torch.Tensor, block: int = 1024) -> _Gr
     count, weight = torch.zeros(m + 1, dtype=codes.dtype), torch.zeros(m + 1, dtype=codes.dtype)
     values, counts, weights = [], [], []
     for start in range(0, d, block):
-        rows = slice(start, start + block)
-        if signs:  # g is symmetric: the blocks on and right of the diagonal, those right of it counted twice
-            hamming = (unit[rows] @ unit[start:].T).sub_(m).mul_(-0.5).long()  # (m - m g) / 2
-            twice = torch.full((d - start,), 2.0, dtype=codes.dtype)
-            twice[: hamming.shape[0]] = 1.0
-            twice = twice.expand_as(hamming).flatten()
-            count += torch.bincount(hamming.flatten(), weights=twice, minlength=m + 1)
-            pairs = (a[rows, None] * a[None, start:]).flatten() * twice
-            weight += torch.bincount(hamming.flatten(), weights=pairs, minlength=m + 1)
+        stop = min(start + block, d)
+        rows = slice(start, stop)
+        if signs:  # g is symmetric: the block on the diagonal once, the rows right of it twice (for those left of it)
+            hamming = (unit[rows] @ unit[start:].T).sub_(m).mul_(-0.5).to(torch.int32)  # (m - m g) / 2
+            own, later = hamming[:, : stop - start].flatten(), hamming[:, stop - start :].flatten()
+            count += torch.bincount(own, minlength=m + 1) + 2 * torch.bincount(later, minlength=m + 1)
+            own_pairs = (a[rows, None] * a[None, rows]).flatten()
+            later_pairs = (a[rows, None] * a[None, stop:]).flatten()
+            weight += torch.bincount(own, weights=own_pairs, minlength=m + 1)
+            weight += 2 * torch.bincount(later, weights=later_pairs, minlength=m + 1)
         else:
             pairs = (a[rows, None] * a[None, :]).flatten()
             values.append((codes[rows] @ codes.T).flatten())

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from _tolerance import assert_close
+from _tolerance import assert_close, gamma
 
 from xorlib import one_step, theory
 from xorlib.certify import certify_scores
@@ -291,6 +291,22 @@ def test_split_direction_exact_matches_the_population_gradient_at_d_1000() -> No
     exact = _exact_directions(codes, pair, q)
     closed = theory._split_direction_exact(codes, pair, q[0])
     assert_close(closed, exact, operations=4 * 1000 * model.m, scale=float(exact.abs().max()))
+
+
+@pytest.mark.parametrize("block", [64, 100, 1024])
+def test_gram_levels_group_every_entry_of_the_gram_matrix(block: int) -> None:
+    """Sign codes: every (j, l) of g = P P^T counted once at its value, with the sum of a_j a_l over those entries,
+    whatever the row blocks (one block, equal ones, a ragged last one)."""
+    codes = Codes(300, seed=9320).dense()
+    d, m = codes.shape
+    a = codes @ (codes[3] - codes[40])
+    levels = theory._gram_levels(codes, a, block=block)
+    hamming = ((m - (codes.sign() @ codes.sign().T)) / 2).round().long().flatten()
+    assert torch.equal(levels.count, torch.bincount(hamming, minlength=m + 1).to(levels.count.dtype))
+    expected = torch.bincount(hamming, weights=(a[:, None] * a[None, :]).flatten(), minlength=m + 1)
+    allowance = 2 * gamma(d * d) * (a.abs().sum() ** 2)  # two orders of summing d^2 products
+    assert float((levels.weight - expected).abs().max()) <= float(allowance)
+    assert torch.equal(levels.value, 1 - 2 * torch.arange(m + 1, dtype=codes.dtype) / m)
 
 
 @pytest.mark.parametrize("c", [1.0, 2.0])
