@@ -17,7 +17,7 @@ The checks:
   ``points / 72 * dpi * displayed width / natural width``, from the font size that the build's font probe
   (``_ext/font_probe.py``) writes into the PNG and the PNG's own resolution field;
 * ``figure_style``: every Matplotlib figure carries that font-size tag (it was drawn by the book's build);
-* ``maths``: MathJax (served from the book itself) typeset every formula, without errors;
+* ``maths``: MathJax (served from the book itself: the page's own origin) typeset every formula, without errors;
 * ``console``: no script error, ``console.error`` or failed load;
 * ``tracebacks``: no cell output shows an error.
 
@@ -217,6 +217,8 @@ INSPECT = r"""
     width: mode.width,  // as asked: a phone page wider than its window widens window.innerWidth
     pageWidth: document.documentElement.scrollWidth,
     mathjaxScripts,
+    // Where the page itself comes from: its origin over HTTP, the file: scheme from disk.
+    pageOrigin: location.protocol === 'file:' ? 'file:' : location.origin + '/',
     mathjaxVersion: (window.MathJax && MathJax.version) || null,
     maths: maths().length,
     unrendered: maths().filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 80)),
@@ -374,7 +376,7 @@ def problems(report: dict) -> dict[str, list[str]]:
     if report["maths"]:
         if not report["mathjaxVersion"]:
             found["maths"].append(f"MathJax did not load ({report['mathjaxScripts']})")
-        elif not all(src.startswith("file:") for src in report["mathjaxScripts"]):
+        elif not all(src.startswith(report["pageOrigin"]) for src in report["mathjaxScripts"]):
             found["maths"].append(f"MathJax is not served by the book: {report['mathjaxScripts']}")
     found["maths"] += [f"not typeset: {text!r}" for text in report["unrendered"][:5]]
     found["maths"] += [f"MathJax error: {text!r}" for text in report["mathErrors"][:5]]
