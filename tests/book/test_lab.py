@@ -116,6 +116,9 @@ class Lab:
             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the test runs JupyterLab's own commands
             "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
             *(["--allow-root"] if os.geteuid() == 0 else []),  # CI runs as root
+            # Saving a chapter writes a checkpoint: into this folder, not an .ipynb_checkpoints/ beside each chapter
+            # (in the checkout, where the unit tests would take it for a chapter).
+            f"--FileCheckpoints.checkpoint_dir={tmp / 'checkpoints'}",
         ]
         env = dict(os.environ)
         for name, folder in (
@@ -486,8 +489,13 @@ def _git_status(paths: list[str]) -> str:
 
 
 @pytest.mark.timeout(1500)
+def _checkpoint_folders() -> set[Path]:
+    return {path for base in ("chapters", "tests/book/fixtures") for path in (ROOT / base).rglob(".ipynb_checkpoints")}
+
+
 def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab, tab: _chromium.Page) -> None:
     before = _git_status(list(RENDERED_CHAPTERS))
+    folders = _checkpoint_folders()
     for chapter in RENDERED_CHAPTERS:
         run = _open_and_run(tab, lab, chapter, limit_s=420.0)
         values = _book_values(chapter)
@@ -509,6 +517,7 @@ def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab, 
         _allowlist.judge(chapter.removesuffix(".md"), "jupyterlab rendering", found)
     after = _git_status(list(RENDERED_CHAPTERS))
     assert after == before, f"running and saving the chapters in JupyterLab changed them:\n{after}"
+    assert _checkpoint_folders() == folders, "saving a chapter left an .ipynb_checkpoints folder in the checkout"
 
 
 FIXTURE_CHAPTER = "tests/book/fixtures/book/chapters/fixture_theory.md"
