@@ -131,7 +131,9 @@ def test_jsonschemas_iri_checker_is_removed_where_the_book_runs() -> None:
     """Importing jsonschema (Jupyter Book, JupyterLab, nbformat, the grader) builds no parser: the IRI checker that
     pip installs for jupyter-events is gone here, and `make env` and Binder's postBuild both remove it."""
     for module in REMOVED.values():
-        assert importlib.util.find_spec(module) is None, f"{module} is installed: run `make env` again"
+        assert importlib.util.find_spec(module) is None, (
+            f"{module} is installed (an environment made before make env removed it): .venv/bin/python -m {REMOVE_COMMAND}"
+        )
     probe = "import sys, jsonschema; print(sorted(m for m in sys.modules if m.startswith(('rfc3987', 'lark'))))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]", loaded
