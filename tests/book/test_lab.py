@@ -488,11 +488,11 @@ def _git_status(paths: list[str]) -> str:
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
-@pytest.mark.timeout(1500)
 def _checkpoint_folders() -> set[Path]:
     return {path for base in ("chapters", "tests/book/fixtures") for path in (ROOT / base).rglob(".ipynb_checkpoints")}
 
 
+@pytest.mark.timeout(1500)
 def test_chapters_render_as_the_book_in_jupyterlab_and_stay_unchanged(lab: Lab, tab: _chromium.Page) -> None:
     before = _git_status(list(RENDERED_CHAPTERS))
     folders = _checkpoint_folders()
