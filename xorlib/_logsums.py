@@ -43,9 +43,10 @@ def exp_sums(
     All are shifted by the same maximum :math:`M` (``top``): :math:`e^{2(x_k - M)}` is the square of
     :math:`e^{x_k - M}`, :math:`e^{4(x_k - M)}` the square of that. A row of :math:`-\infty` (masked) sums to
     :math:`-\infty`. ``in_place``: ``x`` (contiguous) is overwritten (by the exponentials, or their squares
-    where the powers reach 4; no temporary, the same numbers). ``raise_low=False``: the caller knows that no argument is below :func:`lowest_argument`'s
-    floor, so raising them to it would change nothing (:func:`clamp_changes_nothing`), and it is skipped; every
-    entry is then finite, and so is every row's maximum (no masked row to guard).
+    where the powers reach 4; no temporary, the same numbers). ``raise_low=False``: the caller knows that no
+    argument is below :func:`lowest_argument`'s floor, so raising them to it would change nothing
+    (:func:`clamp_changes_nothing`), and it is skipped; every entry is then finite, and so is every row's maximum
+    (no masked row to guard).
     """
     empty = None if not raise_low else top == -torch.inf
     top = top if empty is None else torch.where(empty, torch.zeros_like(top), top)

@@ -217,6 +217,9 @@ class Lookup:
         return out
 
 
+_MIXED_PULL = "a Pull takes packed blocks either as bytes through add_squares or through add, not both"
+
+
 class Pull:
     r"""Accumulates :math:`P^\top w = \sum_k w_k p_k`, ``(columns, m)``, over blocks of weights ``(columns, rows)``.
 
@@ -250,7 +253,7 @@ class Pull:
             self.dense_totals += block.sum(-1)
             return
         if self.quads is not None:
-            raise ValueError("a Pull takes packed blocks either as bytes through add_squares or through add, not both")
+            raise ValueError(_MIXED_PULL)
         index = view.byte_index()
         groups, paired = index.shape[0], self.columns // 2 if weights[0].dtype == torch.float64 else 0
         if self.pairs is None and self.single is None:
@@ -273,9 +276,7 @@ class Pull:
         index = None if view.rows is not None else view.byte_index()
         if index is not None and index.dtype == torch.uint8 and base.dtype == torch.float64:
             if self.pairs is not None:
-                raise ValueError(
-                    "a Pull takes packed blocks either as bytes through add_squares or through add, not both"
-                )
+                raise ValueError(_MIXED_PULL)
             if self.quads is None:
                 self.main, self.scale = view.main, view.scale
                 self.quads = base.new_zeros(index.shape[0], 256, 4)
